@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "macros.h"
+#include "string-util.h"
+
+static void test_string_has_cc(void **state) {
+	assert_false(string_has_cc("root=/dev/vda1 console=ttyS0,115200 quiet"));
+	assert_false(string_has_cc(""));
+	assert_false(string_has_cc(NULL));
+	assert_true(string_has_cc("quiet\ninit=/bin/sh"));
+	assert_true(string_has_cc("a\tb"));
+	assert_true(string_has_cc("\x1b[31m"));
+	assert_true(string_has_cc("del\x7f"));
+	/* UTF-8 is not a control character. */
+	assert_false(string_has_cc("caf\xc3\xa9"));
+}
+
+static void test_strv_extend_and_length(void **state) {
+	_cleanup_strv_free_ char **l = NULL;
+
+	assert_int_equal(strv_length(l), 0);
+	assert_int_equal(strv_extend(&l, "/boot"), 0);
+	assert_int_equal(strv_extend(&l, "/var/lib/upgraded/images"), 0);
+	assert_int_equal(strv_length(l), 2);
+	assert_string_equal(l[0], "/boot");
+	assert_string_equal(l[1], "/var/lib/upgraded/images");
+	assert_null(l[2]);
+}
+
+static void test_strstrip(void **state) {
+	char a[] = "  Handoff = fast \t\n";
+	char b[] = "";
+	char c[] = "   ";
+
+	assert_string_equal(strstrip(a), "Handoff = fast");
+	assert_string_equal(strstrip(b), "");
+	assert_string_equal(strstrip(c), "");
+}
+
+static void test_safe_atou64(void **state) {
+	unsigned long long v = 7;
+
+	assert_int_equal(safe_atou64("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(safe_atou64("18446744073709551615", &v), 0);
+	assert_true(v == 18446744073709551615ULL);
+	v = 7;
+	assert_int_equal(safe_atou64("18446744073709551616", &v), -ERANGE);
+	assert_int_equal(safe_atou64("-1", &v), -EINVAL);
+	assert_int_equal(safe_atou64(" 1", &v), -EINVAL);
+	assert_int_equal(safe_atou64("1x", &v), -EINVAL);
+	assert_int_equal(safe_atou64("", &v), -EINVAL);
+	assert_int_equal(v, 7);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_string_has_cc),
+		cmocka_unit_test(test_strv_extend_and_length),
+		cmocka_unit_test(test_strstrip),
+		cmocka_unit_test(test_safe_atou64),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
