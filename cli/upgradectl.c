@@ -1,0 +1,823 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * upgradectl: drives org.upgraded.Upgrade1. Every verb has a man-page style
+ * --help; exit codes are listed in `upgradectl --help` and docs/dbus-api.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
+
+#include "config.h"
+#include "log.h"
+#include "macros.h"
+#include "string-util.h"
+#include "upgrade-errors.h"
+
+#define BUS_NAME      "org.upgraded.Upgrade1"
+#define OBJECT_PATH   "/org/upgraded/Upgrade1"
+#define MANAGER_IFACE "org.upgraded.Upgrade1.Manager"
+#define UPDATE_IFACE  "org.upgraded.Upgrade1.Update"
+#define UPDATE_PREFIX "/org/upgraded/Upgrade1/update/"
+
+#define WAIT_TIMEOUT_USEC (10ULL * 60 * 1000000)
+
+/* Exit codes (documented in the help text and docs/dbus-api.md). */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAILED = 1,     /* the operation or the update failed */
+	EXIT_USAGE = 2,      /* bad command line */
+	EXIT_REJECTED = 3,   /* the daemon rejected the input */
+	EXIT_PERMISSION = 4, /* not authorized */
+	EXIT_NOT_FOUND = 5,  /* no such update or report */
+	EXIT_BAD_STATE = 6,  /* already staged / wrong state */
+	EXIT_NO_KEXEC = 7,   /* kexec unavailable or the kernel refused to load */
+	EXIT_NO_SERVICE = 8, /* upgraded is not reachable */
+};
+
+static bool arg_json = false;
+static bool arg_ask_password = true;
+static bool arg_wait = false;
+static bool arg_value = false;
+static bool arg_reuse_cmdline = false;
+static const char *arg_initrd = NULL;
+static const char *arg_cmdline = NULL;
+static char **arg_properties = NULL;
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
+typedef struct Verb {
+	const char *name;
+	unsigned min_args, max_args;
+	int (*run)(sd_bus *bus, char **args, unsigned n);
+	const char *help;
+} Verb;
+
+/* ---- helpers ---- */
+
+static int exit_code_for_error(const sd_bus_error *e) {
+	static const struct {
+		const char *name;
+		int code;
+	} map[] = {
+		{ UPGRADE_ERROR_INVALID_PATH, EXIT_REJECTED },
+		{ UPGRADE_ERROR_NOT_ALLOWED_PATH, EXIT_REJECTED },
+		{ UPGRADE_ERROR_UNSAFE_FILE, EXIT_REJECTED },
+		{ UPGRADE_ERROR_INVALID_IMAGE, EXIT_REJECTED },
+		{ UPGRADE_ERROR_INVALID_CMDLINE, EXIT_REJECTED },
+		{ UPGRADE_ERROR_INVALID_OPTION, EXIT_REJECTED },
+		{ UPGRADE_ERROR_INVALID_ID, EXIT_REJECTED },
+		{ UPGRADE_ERROR_PERMISSION_DENIED, EXIT_PERMISSION },
+		{ SD_BUS_ERROR_ACCESS_DENIED, EXIT_PERMISSION },
+		{ UPGRADE_ERROR_NO_SUCH_UPDATE, EXIT_NOT_FOUND },
+		{ UPGRADE_ERROR_NO_SUCH_REPORT, EXIT_NOT_FOUND },
+		{ UPGRADE_ERROR_ALREADY_STAGED, EXIT_BAD_STATE },
+		{ UPGRADE_ERROR_BAD_STATE, EXIT_BAD_STATE },
+		{ UPGRADE_ERROR_KEXEC_UNAVAILABLE, EXIT_NO_KEXEC },
+		{ UPGRADE_ERROR_KEXEC_FAILED, EXIT_NO_KEXEC },
+		{ SD_BUS_ERROR_SERVICE_UNKNOWN, EXIT_NO_SERVICE },
+		{ SD_BUS_ERROR_NAME_HAS_NO_OWNER, EXIT_NO_SERVICE },
+		{ SD_BUS_ERROR_NO_REPLY, EXIT_NO_SERVICE },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(map); i++)
+		if (sd_bus_error_has_name(e, map[i].name))
+			return map[i].code;
+	return EXIT_FAILED;
+}
+
+/* Prints "<what>: <message> (<error name>)" and returns the exit code. */
+static int fail_bus(const char *what, const sd_bus_error *e, int r) {
+	if (sd_bus_error_is_set(e)) {
+		fprintf(stderr, "%s: %s (%s)\n", what, e->message ?: "", e->name);
+		return exit_code_for_error(e);
+	}
+	fprintf(stderr, "%s: %s\n", what, strerror(-r));
+	return EXIT_FAILED;
+}
+
+static int get_string_property(sd_bus *bus, const char *path, const char *iface, const char *name,
+                               char **ret) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	return sd_bus_get_property_string(bus, BUS_NAME, path, iface, name, &e, ret);
+}
+
+static int get_u32_property(sd_bus *bus, const char *path, const char *iface, const char *name,
+                            uint32_t *ret) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	return sd_bus_get_property_trivial(bus, BUS_NAME, path, iface, name, &e, 'u', ret);
+}
+
+static int call_string(sd_bus *bus, const char *method, const char *arg, char **ret,
+                       sd_bus_error *e) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *s;
+	int r;
+
+	if (arg)
+		r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, method, e, &reply,
+		                       "s", arg);
+	else
+		r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, method, e, &reply,
+		                       NULL);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_read(reply, "s", &s);
+	if (r < 0)
+		return r;
+	*ret = strdup(s);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static const char *jstr(json_object *o, const char *k) {
+	json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static void format_usec(uint64_t usec, char *buf, size_t size) {
+	time_t t = (time_t)(usec / 1000000);
+	struct tm tm;
+
+	if (usec == 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, size, "n/a");
+		return;
+	}
+	size_t n = strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf + n, size - n, ".%06" PRIu64 " UTC", usec % 1000000);
+}
+
+/* ---- --wait: follow an update object ---- */
+
+typedef struct Follow {
+	bool changed;
+	char *result;
+} Follow;
+
+static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
+	((Follow *)userdata)->changed = true;
+	return 0;
+}
+
+static int on_finished(sd_bus_message *m, void *userdata, sd_bus_error *e) {
+	Follow *f = userdata;
+	const char *result;
+
+	if (sd_bus_message_read(m, "s", &result) >= 0 && !f->result)
+		f->result = strdup(result);
+	f->changed = true;
+	return 0;
+}
+
+static int add_follow_matches(sd_bus *bus, Follow *f) {
+	int r;
+
+	r = sd_bus_add_match(
+	        bus, NULL,
+	        "type='signal',sender='" BUS_NAME "',"
+	        "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+	        "path_namespace='/org/upgraded/Upgrade1/update'",
+	        on_properties_changed, f);
+	if (r < 0)
+		return r;
+	return sd_bus_add_match(bus, NULL,
+	                        "type='signal',sender='" BUS_NAME "',interface='" UPDATE_IFACE
+	                        "',member='Finished'",
+	                        on_finished, f);
+}
+
+/* Prints each new phase until the update finished or reached the handoff.
+ * Returns the exit code. */
+static int follow_update(sd_bus *bus, const char *path, Follow *f) {
+	_cleanup_free_ char *last = NULL;
+	uint64_t deadline;
+	struct timespec ts;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000 + WAIT_TIMEOUT_USEC;
+	f->changed = true; /* read the current state once: signals may predate the match */
+
+	for (;;) {
+		_cleanup_free_ char *phase = NULL, *state = NULL, *error = NULL;
+		uint32_t progress = 0;
+		uint64_t now;
+
+		if (f->changed) {
+			f->changed = false;
+			r = get_string_property(bus, path, UPDATE_IFACE, "Phase", &phase);
+			if (r < 0)
+				return fail_bus("Reading the update's phase failed", NULL, r);
+			(void)get_u32_property(bus, path, UPDATE_IFACE, "Progress", &progress);
+			(void)get_string_property(bus, path, UPDATE_IFACE, "State", &state);
+			(void)get_string_property(bus, path, UPDATE_IFACE, "Error", &error);
+			if (!streq_ptr(phase, last)) {
+				printf("%3u%%  %s\n", progress, phase);
+				fflush(stdout);
+				free(last);
+				last = strdup(phase);
+			}
+			if (streq_ptr(phase, "handoff-requested")) {
+				printf("kexec requested: the system is now booting the new "
+				       "kernel.\n");
+				return EXIT_OK;
+			}
+			if (streq_ptr(state, "failed")) {
+				fprintf(stderr, "Update failed: %s\n", strna(error));
+				return EXIT_FAILED;
+			}
+			if (streq_ptr(state, "done") || streq_ptr(state, "cancelled") ||
+			    streq_ptr(state, "staged"))
+				return streq_ptr(state, "cancelled") ? EXIT_FAILED : EXIT_OK;
+		}
+
+		r = sd_bus_process(bus, NULL);
+		if (r < 0)
+			return fail_bus("Lost the bus connection", NULL, r);
+		if (r > 0)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+		if (now >= deadline) {
+			fprintf(stderr, "Timed out waiting for the update.\n");
+			return EXIT_FAILED;
+		}
+		r = sd_bus_wait(bus, deadline - now);
+		if (r < 0)
+			return fail_bus("Waiting on the bus failed", NULL, r);
+	}
+}
+
+/* ---- verbs ---- */
+
+static int verb_stage(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+	Follow f = {};
+	const char *id, *path;
+	int r;
+
+	if (arg_cmdline && arg_reuse_cmdline) {
+		fprintf(stderr, "--cmdline= and --reuse-cmdline exclude each other.\n");
+		return EXIT_USAGE;
+	}
+	r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "Stage");
+	if (r >= 0)
+		r = sd_bus_message_append(m, "sss", args[0], strempty(arg_initrd),
+		                          strempty(arg_cmdline));
+	if (r >= 0)
+		r = arg_reuse_cmdline
+		            ? sd_bus_message_append(m, "a{sv}", 1, "reuse-cmdline", "b", 1)
+		            : sd_bus_message_append(m, "a{sv}", 0);
+	if (r < 0)
+		return fail_bus("Building the request failed", NULL, r);
+	r = sd_bus_call(bus, m, 0, &e, &reply);
+	if (r < 0)
+		return fail_bus("Stage failed", &e, r);
+	r = sd_bus_message_read(reply, "so", &id, &path);
+	if (r < 0)
+		return fail_bus("Bad reply", NULL, r);
+	printf("%s\n", id);
+	fflush(stdout);
+	if (arg_wait)
+		return follow_update(bus, path, &f);
+	return EXIT_OK;
+}
+
+static int verb_commit(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	Follow f = {};
+	const char *path;
+	int r, ret;
+
+	if (arg_wait) {
+		r = add_follow_matches(bus, &f);
+		if (r < 0)
+			return fail_bus("Subscribing to progress failed", NULL, r);
+	}
+	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "Commit", &e, &reply,
+	                       "sa{sv}", n > 0 ? args[0] : "", 0);
+	if (r < 0)
+		return fail_bus("Commit failed", &e, r);
+	r = sd_bus_message_read(reply, "o", &path);
+	if (r < 0)
+		return fail_bus("Bad reply", NULL, r);
+	if (!arg_wait) {
+		printf("%s\n", path);
+		return EXIT_OK;
+	}
+	ret = follow_update(bus, path, &f);
+	free(f.result);
+	return ret;
+}
+
+static int verb_cancel(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	int r;
+
+	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "Cancel", &e, NULL, "s",
+	                       n > 0 ? args[0] : "");
+	if (r < 0)
+		return fail_bus("Cancel failed", &e, r);
+	return EXIT_OK;
+}
+
+static int verb_list(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	_cleanup_(json_object_putp) json_object *a = json_object_new_array();
+	const char *id, *state, *path;
+	unsigned count = 0;
+	int r;
+
+	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "ListUpdates", &e, &reply,
+	                       NULL);
+	if (r < 0)
+		return fail_bus("ListUpdates failed", &e, r);
+	r = sd_bus_message_enter_container(reply, 'a', "(sso)");
+	if (r < 0)
+		return fail_bus("Bad reply", NULL, r);
+	if (!arg_json)
+		printf("%-16s  %-10s  %s\n", "ID", "STATE", "OBJECT");
+	while ((r = sd_bus_message_read(reply, "(sso)", &id, &state, &path)) > 0) {
+		if (arg_json) {
+			json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "id", json_object_new_string(id));
+			json_object_object_add(o, "state", json_object_new_string(state));
+			json_object_object_add(o, "object", json_object_new_string(path));
+			json_object_array_add(a, o);
+		} else
+			printf("%-16s  %-10s  %s\n", id, state, path);
+		count++;
+	}
+	if (r < 0)
+		return fail_bus("Bad reply", NULL, r);
+	if (arg_json)
+		printf("%s\n", json_object_to_json_string_ext(
+		                       a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	else
+		printf("\n%u update(s).\n", count);
+	return EXIT_OK;
+}
+
+static int verb_describe(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	_cleanup_free_ char *json = NULL;
+	int r;
+
+	r = call_string(bus, "Describe", NULL, &json, &e);
+	if (r < 0)
+		return fail_bus("Describe failed", &e, r);
+	if (arg_json) {
+		fputs(json, stdout);
+		fputc('\n', stdout);
+		return EXIT_OK;
+	}
+	o = json_tokener_parse(json);
+	printf("%s\n", o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+	                                                             JSON_C_TO_STRING_NOSLASHESCAPE)
+	                 : json);
+	return EXIT_OK;
+}
+
+static int verb_status(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	_cleanup_free_ char *json = NULL;
+	json_object *b = NULL, *ups = NULL, *usable = NULL;
+	int r;
+
+	r = call_string(bus, "Describe", NULL, &json, &e);
+	if (r < 0)
+		return fail_bus("Describe failed", &e, r);
+	if (arg_json) {
+		printf("%s\n", json);
+		return EXIT_OK;
+	}
+	o = json_tokener_parse(json);
+	if (!o)
+		return fail_bus("Bad reply", NULL, -EBADMSG);
+	json_object_object_get_ex(o, "Backend", &b);
+	if (b)
+		json_object_object_get_ex(b, "Usable", &usable);
+
+	printf("         State: %s\n", strna(jstr(o, "State")));
+	printf("Running kernel: %s\n", strna(jstr(o, "RunningKernel")));
+	printf(" Staged kernel: %s\n",
+	       *strempty(jstr(o, "StagedKernel")) ? jstr(o, "StagedKernel") : "-");
+	printf("       Backend: %s%s%s%s%s\n", strna(jstr(b, "Name")),
+	       json_object_get_boolean(usable) ? "" : " (unusable: ",
+	       json_object_get_boolean(usable) ? "" : strna(jstr(b, "Reason")),
+	       json_object_get_boolean(usable) ? "" : ")",
+	       b && jstr(b, "Name") && streq(jstr(b, "Name"), "record") ? " [TEST ONLY]" : "");
+	printf("   Last report: %s\n",
+	       *strempty(jstr(o, "LastReport")) ? jstr(o, "LastReport") : "-");
+
+	if (json_object_object_get_ex(o, "Updates", &ups) && json_object_array_length(ups) > 0) {
+		printf("\n%-16s  %-10s  %-17s  %-24s  %s\n", "ID", "STATE", "PHASE", "VERSION",
+		       "KERNEL");
+		for (size_t i = 0; i < json_object_array_length(ups); i++) {
+			json_object *u = json_object_array_get_idx(ups, i), *k = NULL;
+
+			json_object_object_get_ex(u, "kernel", &k);
+			printf("%-16s  %-10s  %-17s  %-24s  %s\n", strna(jstr(u, "id")),
+			       strna(jstr(u, "state")), strna(jstr(u, "phase")),
+			       strna(jstr(u, "kernel_version")), strna(jstr(k, "path")));
+		}
+	}
+	return EXIT_OK;
+}
+
+static int verb_report(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	_cleanup_free_ char *json = NULL;
+	json_object *k = NULL, *h = NULL, *b = NULL, *phases = NULL;
+	uint64_t t0 = 0;
+	int r;
+
+	r = call_string(bus, "GetReport", n > 0 ? args[0] : "", &json, &e);
+	if (r < 0)
+		return fail_bus("GetReport failed", &e, r);
+	if (arg_json) {
+		fputs(json, stdout);
+		if (!*json || json[strlen(json) - 1] != '\n')
+			fputc('\n', stdout);
+		return EXIT_OK;
+	}
+	o = json_tokener_parse(json);
+	if (!o)
+		return fail_bus("Bad report", NULL, -EBADMSG);
+
+	printf("    Update: %s\n", strna(jstr(o, "id")));
+	printf("    Result: %s%s%s\n", strna(jstr(o, "result")), jstr(o, "reason") ? ": " : "",
+	       strempty(jstr(o, "reason")));
+	json_object_object_get_ex(o, "old_kernel", &k);
+	printf("Old kernel: %s\n", strna(jstr(k, "version")));
+	json_object_object_get_ex(o, "new_kernel", &k);
+	printf("New kernel: %s (%s)\n", strna(jstr(k, "version")), strna(jstr(k, "path")));
+	printf("    Booted: %s\n", strna(jstr(o, "booted_kernel")));
+	json_object_object_get_ex(o, "backend", &b);
+	printf("   Backend: %s\n", strna(jstr(b, "name")));
+	json_object_object_get_ex(o, "handoff", &h);
+	printf("   Handoff: %s (%s)\n", strna(jstr(h, "mode")), strna(jstr(h, "reason")));
+	if (json_object_object_get_ex(o, "phases", &phases)) {
+		printf("\n%-18s  %-30s  %s\n", "PHASE", "REALTIME", "SINCE FIRST");
+		for (size_t i = 0; i < json_object_array_length(phases); i++) {
+			json_object *p = json_object_array_get_idx(phases, i), *v;
+			uint64_t t = 0;
+			char buf[64];
+
+			if (json_object_object_get_ex(p, "realtime_usec", &v))
+				t = json_object_get_uint64(v);
+			if (i == 0)
+				t0 = t;
+			format_usec(t, buf, sizeof(buf));
+			printf("%-18s  %-30s  +%.3f s\n", strna(jstr(p, "name")), buf,
+			       t >= t0 ? (double)(t - t0) / 1e6 : 0.0);
+		}
+	}
+	return EXIT_OK;
+}
+
+static int print_property(sd_bus_message *m, const char *name) {
+	const char *contents, *s;
+	char type;
+	uint32_t u;
+	int b, r;
+
+	r = sd_bus_message_peek_type(m, &type, &contents);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_enter_container(m, 'v', contents);
+	if (r < 0)
+		return r;
+	if (arg_value)
+		name = NULL;
+	if (streq(contents, "s") || streq(contents, "o")) {
+		r = sd_bus_message_read_basic(m, contents[0], &s);
+		if (r >= 0)
+			printf("%s%s%s\n", name ?: "", name ? "=" : "", s);
+	} else if (streq(contents, "u")) {
+		r = sd_bus_message_read_basic(m, 'u', &u);
+		if (r >= 0)
+			printf("%s%s%u\n", name ?: "", name ? "=" : "", u);
+	} else if (streq(contents, "b")) {
+		r = sd_bus_message_read_basic(m, 'b', &b);
+		if (r >= 0)
+			printf("%s%s%s\n", name ?: "", name ? "=" : "", b ? "yes" : "no");
+	} else
+		r = sd_bus_message_skip(m, contents);
+	if (r < 0)
+		return r;
+	return sd_bus_message_exit_container(m);
+}
+
+static bool wanted(const char *name) {
+	if (!arg_properties)
+		return true;
+	STRV_FOREACH (p, arg_properties)
+		if (streq(*p, name))
+			return true;
+	return false;
+}
+
+static int verb_show(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	_cleanup_free_ char *path = NULL;
+	const char *iface = MANAGER_IFACE, *name;
+	bool any = false;
+	int r;
+
+	if (n > 0) {
+		if (strlen(args[0]) != 16 || strspn(args[0], "0123456789abcdef") != 16) {
+			fprintf(stderr, "'%s' is not an update id (16 hex digits).\n", args[0]);
+			return EXIT_USAGE;
+		}
+		if (asprintf(&path, "%s%s", UPDATE_PREFIX, args[0]) < 0)
+			return EXIT_FAILED;
+		iface = UPDATE_IFACE;
+	}
+	r = sd_bus_call_method(bus, BUS_NAME, path ?: OBJECT_PATH,
+	                       "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s", iface);
+	if (r < 0) {
+		if (path && sd_bus_error_has_names(&e, SD_BUS_ERROR_UNKNOWN_OBJECT,
+		                                   SD_BUS_ERROR_UNKNOWN_INTERFACE)) {
+			fprintf(stderr, "No update '%s'.\n", args[0]);
+			return EXIT_NOT_FOUND;
+		}
+		return fail_bus("Reading properties failed", &e, r);
+	}
+	r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+	while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+		r = sd_bus_message_read(reply, "s", &name);
+		if (r < 0)
+			break;
+		if (wanted(name)) {
+			r = print_property(reply, name);
+			any = true;
+		} else
+			r = sd_bus_message_skip(reply, "v");
+		if (r < 0)
+			break;
+		r = sd_bus_message_exit_container(reply);
+	}
+	if (r < 0)
+		return fail_bus("Bad reply", NULL, r);
+	if (arg_properties && !any) {
+		fprintf(stderr, "No such property.\n");
+		return EXIT_NOT_FOUND;
+	}
+	return EXIT_OK;
+}
+
+/* ---- help ---- */
+
+#define EXIT_STATUS_TEXT                                                                   \
+	"EXIT STATUS\n"                                                                    \
+	"    0  success\n"                                                                 \
+	"    1  the operation or the update failed\n"                                      \
+	"    2  invalid command line\n"                                                    \
+	"    3  the daemon rejected the input (InvalidPath, NotAllowedPath, UnsafeFile,\n" \
+	"       InvalidImage, InvalidCmdline, InvalidOption, InvalidId)\n"                 \
+	"    4  permission denied (root or polkit action org.upgraded.Upgrade1.manage)\n"  \
+	"    5  no such update or report\n"                                                \
+	"    6  wrong state (AlreadyStaged, BadState)\n"                                   \
+	"    7  kexec unavailable or the kernel refused to load the image\n"               \
+	"    8  upgraded is not reachable on the system bus\n"
+
+#define COMMON_OPTIONS_TEXT                                                                     \
+	"    --no-ask-password  Do not ask for a password (polkit interactive authorization)\n" \
+	"    -h, --help         Show this help\n"
+
+static const Verb verbs[] = {
+	{ "stage", 1, 1, verb_stage,
+	  "NAME\n    upgradectl stage - validate and preload a kernel for a live update\n\n"
+	  "SYNOPSIS\n    upgradectl stage KERNEL [--initrd=FILE] [--cmdline=STRING | "
+	  "--reuse-cmdline] [--wait]\n\n"
+	  "DESCRIPTION\n"
+	  "    Asks upgraded to stage KERNEL: the paths must be absolute, normalized and below\n"
+	  "    /boot or /var/lib/upgraded/images; the files must be regular files owned by\n"
+	  "    root, not writable by group or others, and the kernel a 64-bit x86 bzImage.\n"
+	  "    Size, mtime and SHA-256 are recorded, the image is loaded into the kernel\n"
+	  "    (and as crash image when crashkernel= memory is reserved), and the update is\n"
+	  "    persisted as \"staged\". Prints the new update's id on standard output.\n\n"
+	  "OPTIONS\n"
+	  "    --initrd=FILE      Initial ramdisk to pass to the new kernel\n"
+	  "    --cmdline=STRING   Kernel command line (no control characters, at most 2047\n"
+	  "                       bytes, no upgraded.* parameters)\n"
+	  "    --reuse-cmdline    Use the running kernel's command line (/proc/cmdline)\n"
+	  "                       without BOOT_IMAGE= and upgraded.* parameters\n"
+	  "    --wait             Print the update's phase when staging is "
+	  "done\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n"
+	  "    upgradectl stage /boot/vmlinuz-6.1.0-57-cloud-amd64 \\\n"
+	  "        --initrd=/boot/initrd.img-6.1.0-57-cloud-amd64 --reuse-cmdline\n" },
+	{ "commit", 0, 1, verb_commit,
+	  "NAME\n    upgradectl commit - hand the machine over to the staged kernel\n\n"
+	  "SYNOPSIS\n    upgradectl commit [ID] [--wait]\n\n"
+	  "DESCRIPTION\n"
+	  "    Commits the staged update (or update ID): the pre-handoff steps run, the\n"
+	  "    handoff record is persisted and synced, then systemd is asked to start\n"
+	  "    kexec.target. Once systemd accepted that request there is no way back; any\n"
+	  "    failure before it rolls back and marks the update failed. The call returns\n"
+	  "    at once with the update's object path; --wait follows its progress.\n\n"
+	  "OPTIONS\n"
+	  "    --wait             Print each phase until the kexec is requested or the\n"
+	  "                       update failed\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl commit --wait\n" },
+	{ "cancel", 0, 1, verb_cancel,
+	  "NAME\n    upgradectl cancel - drop a staged update\n\n"
+	  "SYNOPSIS\n    upgradectl cancel [ID]\n\n"
+	  "DESCRIPTION\n"
+	  "    Cancels the staged update (or update ID) and unloads its image. Only a staged\n"
+	  "    update can be cancelled; a commit in progress cannot.\n\n"
+	  "OPTIONS\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl cancel\n" },
+	{ "status", 0, 0, verb_status,
+	  "NAME\n    upgradectl status - show the service state and the known updates\n\n"
+	  "SYNOPSIS\n    upgradectl status [--json]\n\n"
+	  "DESCRIPTION\n"
+	  "    Prints the state, the running and staged kernels, the kexec backend (and\n"
+	  "    why it is unusable, if it is), the last report, and a table of updates.\n\n"
+	  "OPTIONS\n"
+	  "    --json             Print Describe() unchanged\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl status\n" },
+	{ "list", 0, 0, verb_list,
+	  "NAME\n    upgradectl list - list updates\n\n"
+	  "SYNOPSIS\n    upgradectl list [--json]\n\n"
+	  "DESCRIPTION\n    Lists every update known to upgraded: id, state, object path.\n\n"
+	  "OPTIONS\n"
+	  "    --json             Print a JSON array\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl list\n" },
+	{ "report", 0, 1, verb_report,
+	  "NAME\n    upgradectl report - show the report of a finished update\n\n"
+	  "SYNOPSIS\n    upgradectl report [ID] [--json]\n\n"
+	  "DESCRIPTION\n"
+	  "    Shows the report of update ID, or of the last finished update: result, old\n"
+	  "    and new kernel, backend, handoff mode and the timestamps of every phase.\n"
+	  "    The schema is docs/report.schema.json.\n\n"
+	  "OPTIONS\n"
+	  "    --json             Print GetReport() unchanged\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n" },
+	{ "show", 0, 1, verb_show,
+	  "NAME\n    upgradectl show - print bus properties\n\n"
+	  "SYNOPSIS\n    upgradectl show [ID] [-p NAME]... [--value]\n\n"
+	  "DESCRIPTION\n"
+	  "    Prints the Manager's properties as NAME=VALUE, or those of update ID.\n\n"
+	  "OPTIONS\n"
+	  "    -p, --property=NAME  Only this property (repeatable)\n"
+	  "    --value              Print values only\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl show -p State --value\n" },
+	{ "describe", 0, 0, verb_describe,
+	  "NAME\n    upgradectl describe - the complete service state as JSON\n\n"
+	  "SYNOPSIS\n    upgradectl describe [--json]\n\n"
+	  "DESCRIPTION\n"
+	  "    Prints Describe(): state, kernels, backend, allowed directories and every\n"
+	  "    update record. Pretty-printed, or unchanged with --json.\n\n"
+	  "OPTIONS\n"
+	  "    --json             Print Describe() unchanged\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl describe --json\n" },
+};
+
+static void help(void) {
+	printf("NAME\n    upgradectl - control live kernel updates (upgraded)\n\n"
+	       "SYNOPSIS\n    upgradectl [OPTIONS...] VERB [ARGS...]\n\n"
+	       "VERBS\n"
+	       "    stage KERNEL       Validate and preload a kernel\n"
+	       "    commit [ID]        Hand over to the staged kernel (kexec)\n"
+	       "    cancel [ID]        Drop the staged update\n"
+	       "    status             Service state and updates\n"
+	       "    list               List updates\n"
+	       "    report [ID]        Report of a finished update\n"
+	       "    show [ID]          Bus properties\n"
+	       "    describe           Complete state as JSON\n\n"
+	       "    `upgradectl VERB --help` describes each verb.\n\n"
+	       "OPTIONS\n"
+	       "    --json             JSON output (status, list, report, describe)\n"
+	       "    --wait             Follow progress (stage, commit)\n"
+	       "    --version          Show the version\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	       "\nENVIRONMENT\n"
+	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus)\n");
+}
+
+int main(int argc, char *argv[]) {
+	enum {
+		ARG_VERSION = 0x100,
+		ARG_JSON,
+		ARG_NO_ASK_PASSWORD,
+		ARG_WAIT,
+		ARG_VALUE,
+		ARG_INITRD,
+		ARG_CMDLINE,
+		ARG_REUSE_CMDLINE,
+	};
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, ARG_VERSION },
+		{ "json", no_argument, NULL, ARG_JSON },
+		{ "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
+		{ "wait", no_argument, NULL, ARG_WAIT },
+		{ "value", no_argument, NULL, ARG_VALUE },
+		{ "property", required_argument, NULL, 'p' },
+		{ "initrd", required_argument, NULL, ARG_INITRD },
+		{ "cmdline", required_argument, NULL, ARG_CMDLINE },
+		{ "reuse-cmdline", no_argument, NULL, ARG_REUSE_CMDLINE },
+		{},
+	};
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	const Verb *verb = NULL;
+	bool want_help = false;
+	unsigned n;
+	int c, r, ret;
+
+	log_set_prefix("upgradectl");
+	while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0)
+		switch (c) {
+		case 'h':
+			want_help = true;
+			break;
+		case ARG_VERSION:
+			printf("upgradectl %s\n", PACKAGE_VERSION);
+			return EXIT_OK;
+		case ARG_JSON:
+			arg_json = true;
+			break;
+		case ARG_NO_ASK_PASSWORD:
+			arg_ask_password = false;
+			break;
+		case ARG_WAIT:
+			arg_wait = true;
+			break;
+		case ARG_VALUE:
+			arg_value = true;
+			break;
+		case 'p':
+			if (strv_extend(&arg_properties, optarg) < 0)
+				return EXIT_FAILED;
+			break;
+		case ARG_INITRD:
+			arg_initrd = optarg;
+			break;
+		case ARG_CMDLINE:
+			arg_cmdline = optarg;
+			break;
+		case ARG_REUSE_CMDLINE:
+			arg_reuse_cmdline = true;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+
+	if (optind < argc) {
+		for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+			if (streq(verbs[i].name, argv[optind]))
+				verb = &verbs[i];
+		if (!verb) {
+			fprintf(stderr, "Unknown verb '%s'; see upgradectl --help.\n",
+			        argv[optind]);
+			ret = EXIT_USAGE;
+			goto out;
+		}
+	}
+	if (want_help || !verb) {
+		if (verb)
+			fputs(verb->help, stdout);
+		else
+			help();
+		ret = want_help ? EXIT_OK : EXIT_USAGE;
+		goto out;
+	}
+
+	n = (unsigned)(argc - optind - 1);
+	if (n < verb->min_args || n > verb->max_args) {
+		fprintf(stderr, "'%s' takes %u to %u argument(s); see upgradectl %s --help.\n",
+		        verb->name, verb->min_args, verb->max_args, verb->name);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+
+	r = sd_bus_open_system(&bus);
+	if (r < 0) {
+		fprintf(stderr, "Cannot connect to the system bus: %s\n", strerror(-r));
+		ret = EXIT_NO_SERVICE;
+		goto out;
+	}
+	(void)sd_bus_set_allow_interactive_authorization(bus, arg_ask_password);
+	ret = verb->run(bus, argv + optind + 1, n);
+out:
+	strv_free(arg_properties);
+	return ret;
+}

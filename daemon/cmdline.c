@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdline.h"
+#include "macros.h"
+#include "string-util.h"
+#include "upgrade-errors.h"
+
+/* Finds the next word of a kernel command line the way the kernel's
+ * next_arg() does: whitespace separates, double quotes group. Returns false at
+ * the end; -EINVAL via *unbalanced when a quote is never closed. */
+static bool next_word(const char **p, const char **ret_start, size_t *ret_len, bool *unbalanced) {
+	const char *s = *p, *start;
+	bool quoted = false;
+
+	while (*s == ' ' || *s == '\t' || *s == '\n')
+		s++;
+	if (*s == '\0')
+		return false;
+	start = s;
+	for (; *s; s++) {
+		if (*s == '"')
+			quoted = !quoted;
+		else if (!quoted && (*s == ' ' || *s == '\t' || *s == '\n'))
+			break;
+	}
+	if (quoted)
+		*unbalanced = true;
+	*ret_start = start;
+	*ret_len = (size_t)(s - start);
+	*p = s;
+	return true;
+}
+
+/* The parameter name of a word, quotes removed the way the kernel does it for a
+ * leading quote ("foo=bar" and "foo"=bar both name foo). */
+static bool word_has_prefix(const char *w, size_t n, const char *prefix) {
+	size_t pl = strlen(prefix);
+
+	if (n > 0 && w[0] == '"')
+		w++, n--;
+	return n >= pl && strncmp(w, prefix, pl) == 0;
+}
+
+int cmdline_validate(const char *s, sd_bus_error *error) {
+	const char *p = s, *w;
+	bool unbalanced = false;
+	size_t n;
+
+	if (!s)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+		                         "Command line missing.");
+	if (strlen(s) > CMDLINE_MAX)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+		                         "Command line is %zu bytes long, the maximum is %d.",
+		                         strlen(s), CMDLINE_MAX);
+	if (string_has_cc(s))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+		                         "Command line contains control characters.");
+	while (next_word(&p, &w, &n, &unbalanced)) {
+		if (word_has_prefix(w, n, CMDLINE_RESERVED_PREFIX))
+			return sd_bus_error_setf(
+			        error, UPGRADE_ERROR_INVALID_CMDLINE,
+			        "Command line parameter '%.*s' is reserved: upgraded.* parameters "
+			        "are set by upgraded itself.",
+			        (int)MIN(n, 64), w);
+	}
+	if (unbalanced)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+		                         "Command line has an unbalanced double quote.");
+	return 0;
+}
+
+int cmdline_strip_for_reuse(const char *s, char **ret) {
+	_cleanup_free_ char *out = NULL;
+	const char *p = s, *w;
+	bool unbalanced = false;
+	size_t n, len = 0;
+
+	if (!s || !ret)
+		return -EINVAL;
+	out = malloc(strlen(s) + 1);
+	if (!out)
+		return -ENOMEM;
+	while (next_word(&p, &w, &n, &unbalanced)) {
+		if (word_has_prefix(w, n, CMDLINE_RESERVED_PREFIX) ||
+		    word_has_prefix(w, n, "BOOT_IMAGE="))
+			continue;
+		if (len > 0)
+			out[len++] = ' ';
+		memcpy(out + len, w, n);
+		len += n;
+	}
+	out[len] = '\0';
+	*ret = TAKE_PTR(out);
+	return 0;
+}

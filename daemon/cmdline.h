@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Kernel command lines handed to the next kernel. Parameters named "upgraded.*"
+ * are reserved: the daemon and purgatory add them (e.g. upgraded.stamps=), so a
+ * caller may not pass them and --reuse-cmdline drops them.
+ */
+
+#include <systemd/sd-bus.h>
+
+/* x86 COMMAND_LINE_SIZE is 2048 including the terminating NUL. */
+#define CMDLINE_MAX 2047
+
+#define CMDLINE_RESERVED_PREFIX "upgraded."
+
+/* Checks s: printable, not longer than CMDLINE_MAX, balanced quotes, no reserved
+ * parameter. Sets a named InvalidCmdline error. */
+int cmdline_validate(const char *s, sd_bus_error *error);
+
+/* Copy of s (e.g. /proc/cmdline) without reserved parameters, BOOT_IMAGE= (it
+ * names the old image) and surrounding whitespace. */
+int cmdline_strip_for_reuse(const char *s, char **ret);

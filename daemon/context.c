@@ -1,0 +1,1020 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <systemd/sd-id128.h>
+
+#include "cmdline.h"
+#include "context.h"
+#include "fileio.h"
+#include "image.h"
+#include "log.h"
+#include "path-util.h"
+#include "report.h"
+#include "string-util.h"
+#include "upgrade-errors.h"
+
+#define RECORD_MAX (1u << 20)
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
+static const char *const hook_prefix[_HOOK_KIND_MAX] = {
+	[HOOK_PRE_HANDOFF] = "pre",
+	[HOOK_ROLLBACK] = "rollback",
+	[HOOK_POST_BOOT] = "post",
+};
+
+/* ---- constructors / destructors ---- */
+
+/* Built-in pre-handoff step: the kernel must still hold the staged image. */
+static int hook_image_loaded(Context *c, Update *u, void *userdata, char **ret_reason) {
+	int r = c->backend->is_loaded(c->root, 0);
+
+	if (r > 0)
+		return 0;
+	*ret_reason = strdup(r == 0 ? "the staged image is no longer loaded in the kernel"
+	                            : "cannot tell whether the staged image is loaded");
+	return r < 0 ? r : -ENOENT;
+}
+
+int context_new(const char *root, const KexecBackend *backend, Context **ret) {
+	_cleanup_(context_freep) Context *c = NULL;
+	struct utsname un;
+	sd_id128_t boot;
+	int r;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if (root && *root && !streq(root, "/")) {
+		c->root = strdup(root);
+		if (!c->root)
+			return -ENOMEM;
+	}
+	r = path_prefix_root(c->root, "/var/lib/upgraded", &c->state_dir);
+	if (r < 0)
+		return r;
+	if (strv_extend(&c->allowed_roots, "/boot") < 0 ||
+	    strv_extend(&c->allowed_roots, "/var/lib/upgraded/images") < 0)
+		return -ENOMEM;
+
+	c->backend = backend ?: &kexec_backend_file;
+	c->backend_status = c->backend->probe(c->root, &c->backend_reason);
+
+	if (uname(&un) < 0)
+		return -errno;
+	c->running_kernel = strdup(un.release);
+	if (!c->running_kernel)
+		return -ENOMEM;
+	if (sd_id128_get_boot(&boot) >= 0)
+		sd_id128_to_string(boot, c->boot_id);
+
+	r = context_add_hook(c, HOOK_PRE_HANDOFF, "kexec-image-loaded", hook_image_loaded, NULL);
+	if (r < 0)
+		return r;
+
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+Context *context_free(Context *c) {
+	if (!c)
+		return NULL;
+	free(c->root);
+	free(c->state_dir);
+	strv_free(c->allowed_roots);
+	free(c->backend_reason);
+	free(c->running_kernel);
+	for (size_t i = 0; i < c->n_updates; i++)
+		update_free(c->updates[i]);
+	free(c->updates);
+	free(c->last_report);
+	for (size_t i = 0; i < c->n_hooks; i++)
+		free(c->hooks[i].name);
+	free(c->hooks);
+	free(c);
+	return NULL;
+}
+
+int context_add_hook(Context *c, HookKind kind, const char *name, HookFunc func, void *userdata) {
+	Hook *n;
+
+	if (kind < 0 || kind >= _HOOK_KIND_MAX || !name || !func)
+		return -EINVAL;
+	n = realloc(c->hooks, (c->n_hooks + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	c->hooks = n;
+	c->hooks[c->n_hooks] =
+	        (Hook){ .kind = kind, .name = strdup(name), .func = func, .userdata = userdata };
+	if (!c->hooks[c->n_hooks].name)
+		return -ENOMEM;
+	c->n_hooks++;
+	return 0;
+}
+
+/* ---- helpers ---- */
+
+static int context_add_update(Context *c, Update *u) {
+	Update **n = realloc(c->updates, (c->n_updates + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	c->updates = n;
+	c->updates[c->n_updates++] = u;
+	return 0;
+}
+
+static int record_path(Context *c, const char *id, char **ret) {
+	if (asprintf(ret, "%s/updates/%s.json", c->state_dir, id) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int context_report_path(Context *c, const char *id, char **ret) {
+	if (asprintf(ret, "%s/reports/%s.json", c->state_dir, id) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int write_json(const char *dir, const char *path, json_object *o) {
+	const char *s;
+	int r;
+
+	r = mkdir_p(dir, 0755);
+	if (r < 0)
+		return r;
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+	                                              JSON_C_TO_STRING_NOSLASHESCAPE);
+	return write_file_atomic(path, s, strlen(s), 0644);
+}
+
+/* Writes u's record. Then gives the test seam its chance to "crash". */
+static int context_persist(Context *c, Update *u) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	_cleanup_free_ char *path = NULL, *dir = NULL;
+	int r;
+
+	r = update_to_json(u, &o);
+	if (r < 0)
+		return r;
+	r = record_path(c, u->id, &path);
+	if (r < 0)
+		return r;
+	if (asprintf(&dir, "%s/updates", c->state_dir) < 0)
+		return -ENOMEM;
+	r = write_json(dir, path, o);
+	if (r < 0)
+		return log_error_errno(r, "Failed to persist update record '%s': %m", path);
+	c->persist_step++;
+	if (c->persist_hook)
+		return c->persist_hook(c, u, c->persist_step, c->persist_hook_userdata);
+	return 0;
+}
+
+static void notify_update(Context *c, Update *u) {
+	if (c->ops.update_changed)
+		c->ops.update_changed(c, u, c->ops_userdata);
+	if (c->ops.manager_changed)
+		c->ops.manager_changed(c, c->ops_userdata);
+}
+
+/*
+ * The only way an update changes state: apply in memory, persist, and undo the
+ * in-memory change if the record could not be written. Callers act on the new
+ * state only after this returned >= 0, so the disk always leads.
+ */
+static int context_transition(Context *c, Update *u, UpdateState state, const char *phase,
+                              unsigned progress) {
+	UpdateState old_state = u->state;
+	unsigned old_progress = u->progress;
+	_cleanup_free_ char *old_phase = TAKE_PTR(u->phase);
+	int r;
+
+	u->phase = strdup(phase);
+	if (!u->phase) {
+		u->phase = TAKE_PTR(old_phase);
+		return -ENOMEM;
+	}
+	u->state = state;
+	u->progress = progress;
+
+	r = context_persist(c, u);
+	if (r < 0 && r != -ECANCELED) {
+		free(u->phase);
+		u->phase = TAKE_PTR(old_phase);
+		u->state = old_state;
+		u->progress = old_progress;
+		return r;
+	}
+	if (update_state_is_terminal(u->state) && c->active == u)
+		c->active = NULL;
+	if (r >= 0)
+		notify_update(c, u);
+	return r;
+}
+
+static int context_write_report(Context *c, Update *u) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	_cleanup_free_ char *path = NULL, *dir = NULL;
+	int r;
+
+	r = report_build(u, c->backend->test_only && streq_ptr(u->backend, c->backend->name), &o);
+	if (r < 0)
+		return r;
+	r = context_report_path(c, u->id, &path);
+	if (r < 0)
+		return r;
+	if (asprintf(&dir, "%s/reports", c->state_dir) < 0)
+		return -ENOMEM;
+	r = write_json(dir, path, o);
+	if (r < 0)
+		return log_error_errno(r, "Failed to write report '%s': %m", path);
+	r = update_set_string(&c->last_report, u->id);
+	if (r < 0)
+		return r;
+	if (c->ops.manager_changed)
+		c->ops.manager_changed(c, c->ops_userdata);
+	return 0;
+}
+
+/* Runs the hooks of one kind that have not run for u yet, persisting each mark.
+ * Stops at the first failure (unless keep_going) and returns its error. */
+static int context_run_hooks(Context *c, Update *u, HookKind kind, bool keep_going,
+                             char **ret_reason) {
+	int first_error = 0;
+
+	for (size_t i = 0; i < c->n_hooks; i++) {
+		Hook *h = &c->hooks[i];
+		_cleanup_free_ char *key = NULL, *why = NULL;
+		int r;
+
+		if (h->kind != kind)
+			continue;
+		if (asprintf(&key, "%s:%s", hook_prefix[kind], h->name) < 0)
+			return -ENOMEM;
+		if (update_hook_done(u, key))
+			continue; /* done before a restart: never twice */
+
+		r = h->func(c, u, h->userdata, &why);
+		if (r < 0) {
+			log_error_errno(r, "Step '%s' of update %s failed: %s", key, u->id,
+			                why ?: "(no reason given)");
+			if (first_error == 0) {
+				first_error = r;
+				if (ret_reason && asprintf(ret_reason, "step '%s' failed: %s", key,
+				                           why ?: strerror(-r)) < 0)
+					*ret_reason = NULL;
+			}
+			if (!keep_going)
+				return r;
+			continue;
+		}
+		r = strv_extend(&u->hooks_done, key);
+		if (r < 0)
+			return r;
+		r = context_persist(c, u);
+		if (r < 0)
+			return r;
+	}
+	return first_error;
+}
+
+static int finish(Context *c, Update *u, const char *result) {
+	int r = 0;
+
+	if (u->state == UPDATE_DONE || u->state == UPDATE_FAILED)
+		r = context_write_report(c, u);
+	if (c->ops.finished)
+		c->ops.finished(c, u, result, c->ops_userdata);
+	return r;
+}
+
+/*
+ * A commit that did not reach the new kernel: give everything back (rollback
+ * steps: resume VMs), drop the loaded image, mark the update failed, report.
+ * Resumable: entered again after a crash in any of its steps.
+ */
+static int context_commit_fail(Context *c, Update *u, const char *reason) {
+	int r;
+
+	if (!streq(u->phase, PHASE_ROLLBACK)) {
+		log_error("Update %s failed: %s", u->id, reason);
+		r = update_set_string(&u->error, reason);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_COMMITTING, PHASE_ROLLBACK, u->progress);
+		if (r < 0)
+			return r;
+	}
+
+	/* Every rollback step runs even if one fails: resume as much as possible. */
+	r = context_run_hooks(c, u, HOOK_ROLLBACK, true, NULL);
+	if (r == -ECANCELED)
+		return r;
+
+	/* Only this boot's kernel can hold the image; after a reboot nothing is loaded. */
+	if (!u->handoff_boot_id || streq(u->handoff_boot_id, c->boot_id)) {
+		if (c->backend->is_loaded(c->root, 0) > 0)
+			(void)c->backend->unload(c->root, 0);
+		if (u->crash_image_loaded && c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0)
+			(void)c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
+	}
+
+	r = update_add_stamp(u, "failed", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
+	if (r < 0)
+		return r;
+	return finish(c, u, "failed");
+}
+
+/* On the new kernel: post-boot steps (restore VMs), then done and the report. */
+static int context_complete(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+	int r;
+
+	if (u->state == UPDATE_COMMITTING) {
+		r = update_set_string(&u->booted_kernel, c->running_kernel);
+		if (r < 0)
+			return r;
+		r = update_add_stamp(u, "booted", true, c->boot_id);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_COMPLETING, PHASE_POST_BOOT, 95);
+		if (r < 0)
+			return r;
+	}
+
+	r = context_run_hooks(c, u, HOOK_POST_BOOT, true, &why);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0) {
+		/* The new kernel runs; what failed is giving back state: say so. */
+		r = update_set_string(&u->error, why ?: "a post-boot step failed");
+		if (r < 0)
+			return r;
+		r = update_add_stamp(u, "failed", false, c->boot_id);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
+		if (r < 0)
+			return r;
+		return finish(c, u, "failed");
+	}
+
+	r = update_add_stamp(u, "completed", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_DONE, PHASE_DONE, 100);
+	if (r < 0)
+		return r;
+	log_info("Update %s completed: now running %s.", u->id, c->running_kernel);
+	return finish(c, u, "done");
+}
+
+/* ---- loading and recovery ---- */
+
+static int context_load_one(Context *c, const char *path) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	_cleanup_(update_freep) Update *u = NULL;
+	_cleanup_free_ char *data = NULL;
+	int r;
+
+	r = read_file_full(path, RECORD_MAX, &data, NULL);
+	if (r < 0)
+		return r;
+	o = json_tokener_parse(data);
+	if (!o)
+		return -EBADMSG;
+	r = update_from_json(o, &u);
+	if (r < 0)
+		return r;
+	if (context_find(c, u->id))
+		return -EEXIST;
+	if (!update_state_is_terminal(u->state)) {
+		if (c->active)
+			return -EBUSY;
+		c->active = u;
+	}
+	r = context_add_update(c, u);
+	if (r < 0) {
+		if (c->active == u)
+			c->active = NULL;
+		return r;
+	}
+	TAKE_PTR(u);
+	return 0;
+}
+
+static uint64_t first_stamp(const Update *u) {
+	return u->n_stamps > 0 ? u->stamps[0].realtime_usec : 0;
+}
+
+static int cmp_updates(const void *a, const void *b) {
+	uint64_t x = first_stamp(*(Update *const *)a), y = first_stamp(*(Update *const *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+int context_load(Context *c) {
+	_cleanup_free_ char *dir = NULL;
+	struct dirent *de;
+	uint64_t newest = 0;
+	DIR *d;
+
+	if (asprintf(&dir, "%s/updates", c->state_dir) < 0)
+		return -ENOMEM;
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *p = NULL;
+		size_t n = strlen(de->d_name);
+		int r;
+
+		if (n != UPDATE_ID_LEN + 5 || !streq(de->d_name + UPDATE_ID_LEN, ".json"))
+			continue; /* temporary files of an interrupted write, strangers */
+		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		r = context_load_one(c, p);
+		if (r < 0)
+			log_error_errno(r, "Ignoring update record '%s': %m", p);
+	}
+	closedir(d);
+	qsort(c->updates, c->n_updates, sizeof(*c->updates), cmp_updates);
+
+	/* LastReport: the newest finished update that has a report. */
+	for (size_t i = 0; i < c->n_updates; i++) {
+		Update *u = c->updates[i];
+		_cleanup_free_ char *p = NULL;
+		const UpdateStamp *s;
+
+		if (u->state != UPDATE_DONE && u->state != UPDATE_FAILED)
+			continue;
+		if (context_report_path(c, u->id, &p) < 0 || access(p, F_OK) < 0)
+			continue;
+		s = &u->stamps[u->n_stamps - 1];
+		if (u->n_stamps > 0 && s->realtime_usec >= newest) {
+			newest = s->realtime_usec;
+			if (update_set_string(&c->last_report, u->id) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* A staged update found on start: after a reboot the kernel lost the image, so
+ * load it again, but only if the files still hold what was validated. */
+static int context_recover_staged(Context *c, Update *u) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
+	ImageRules rules = { .root = c->root,
+		             .allowed = c->allowed_roots,
+		             .owner = c->image_owner };
+	_cleanup_free_ char *why = NULL;
+	KexecImage img;
+	int r;
+
+	if (c->backend->is_loaded(c->root, 0) > 0)
+		return 0;
+
+	r = image_open(&rules, u->kernel.path, IMAGE_KERNEL, &k, &error);
+	if (r >= 0 && !streq(k.sha256, u->kernel.sha256))
+		r = -EBADMSG;
+	if (r >= 0 && u->initrd.path) {
+		r = image_open(&rules, u->initrd.path, IMAGE_INITRD, &i, &error);
+		if (r >= 0 && !streq(i.sha256, u->initrd.sha256))
+			r = -EBADMSG;
+	}
+	if (r >= 0) {
+		img = (KexecImage){ .kernel_fd = k.fd,
+			            .initrd_fd = i.fd,
+			            .kernel_path = u->kernel.path,
+			            .initrd_path = u->initrd.path,
+			            .cmdline = u->cmdline,
+			            .flags = KEXEC_IMAGE_VERIFIED };
+		r = c->backend->load(c->root, &img);
+		if (r >= 0)
+			return 0;
+		if (asprintf(&why, "reloading the staged image failed: %s", strerror(-r)) < 0)
+			return -ENOMEM;
+	} else if (asprintf(&why, "staged files changed or vanished since staging: %s",
+	                    error.message ?: strerror(-r)) < 0)
+		return -ENOMEM;
+
+	r = update_set_string(&u->error, why);
+	if (r < 0)
+		return r;
+	r = update_add_stamp(u, "failed", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
+	if (r < 0)
+		return r;
+	return finish(c, u, "failed");
+}
+
+static int context_recover_one(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+	bool new_boot, handed_off;
+
+	switch (u->state) {
+	case UPDATE_STAGED:
+		return context_recover_staged(c, u);
+
+	case UPDATE_COMPLETING:
+		return context_complete(c, u);
+
+	case UPDATE_COMMITTING:
+		if (streq(u->phase, PHASE_ROLLBACK))
+			return context_commit_fail(c, u, u->error ?: "rollback interrupted");
+
+		handed_off =
+		        streq(u->phase, PHASE_HANDOFF) || streq(u->phase, PHASE_HANDOFF_REQUESTED);
+		new_boot = u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id);
+
+		if (handed_off && new_boot) {
+			if (streq_ptr(c->running_kernel, u->kernel_version))
+				return context_complete(c, u);
+			if (asprintf(&why, "booted kernel %s after the handoff, not the staged %s",
+			             c->running_kernel, u->kernel_version) < 0)
+				return -ENOMEM;
+			(void)update_set_string(&u->booted_kernel, c->running_kernel);
+			return context_commit_fail(c, u, why);
+		}
+		if (streq(u->phase, PHASE_HANDOFF_REQUESTED)) {
+			/* systemd accepted an irreversible kexec job in this very boot:
+			 * the handoff is under way, giving anything back now would race it. */
+			log_notice("Update %s: kexec already requested in this boot, waiting "
+			           "for it.",
+			           u->id);
+			return 0;
+		}
+		if (asprintf(&why, "commit interrupted in phase '%s' before the handoff",
+		             u->phase) < 0)
+			return -ENOMEM;
+		return context_commit_fail(c, u, why);
+
+	case UPDATE_DONE:
+	case UPDATE_FAILED: {
+		_cleanup_free_ char *p = NULL;
+
+		/* Finished, but a crash may have beaten the report to disk. */
+		if (context_report_path(c, u->id, &p) < 0)
+			return -ENOMEM;
+		if (access(p, F_OK) < 0 && errno == ENOENT)
+			return context_write_report(c, u);
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+int context_recover(Context *c) {
+	int ret = 0;
+
+	/* Iterate over a snapshot of the count: recovery never adds updates. */
+	for (size_t i = 0; i < c->n_updates; i++) {
+		Update *u = c->updates[i];
+		int r = context_recover_one(c, u);
+
+		if (r == -ECANCELED)
+			return r;
+		if (r < 0) {
+			log_error_errno(r, "Failed to recover update %s: %m", u->id);
+			if (ret == 0)
+				ret = r;
+		}
+	}
+	return ret;
+}
+
+/* ---- public entry points ---- */
+
+Update *context_find(Context *c, const char *id) {
+	for (size_t i = 0; i < c->n_updates; i++)
+		if (streq(c->updates[i]->id, id))
+			return c->updates[i];
+	return NULL;
+}
+
+int context_lookup(Context *c, const char *id, Update **ret, sd_bus_error *error) {
+	Update *u;
+
+	if (!id || !*id) {
+		if (!c->active)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_NO_SUCH_UPDATE,
+			                         "No update is staged.");
+		*ret = c->active;
+		return 0;
+	}
+	if (!update_id_is_valid(id))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_ID,
+		                         "'%.32s' is not an update id (16 hex digits).", id);
+	u = context_find(c, id);
+	if (!u)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_NO_SUCH_UPDATE, "No update '%s'.",
+		                         id);
+	*ret = u;
+	return 0;
+}
+
+static int read_proc_cmdline(Context *c, char **ret) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	int r;
+
+	r = path_prefix_root(c->root, "/proc/cmdline", &path);
+	if (r < 0)
+		return r;
+	r = read_file_full(path, 4096, &data, NULL);
+	if (r < 0)
+		return r;
+	return cmdline_strip_for_reuse(data, ret);
+}
+
+int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error) {
+	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
+	ImageRules rules = { .root = c->root,
+		             .allowed = c->allowed_roots,
+		             .owner = c->image_owner };
+	_cleanup_(update_freep) Update *u = NULL;
+	_cleanup_free_ char *id = NULL, *cmdline = NULL, *path = NULL;
+	KexecImage img;
+	Update *staged;
+	int r;
+
+	/* 1. Validate everything before touching anything. */
+	if (c->active)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_ALREADY_STAGED,
+		                         "Update %s is already %s; cancel it first.", c->active->id,
+		                         update_state_to_string(c->active->state));
+	if (req->reuse_cmdline) {
+		if (req->cmdline && *req->cmdline)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+			                         "A command line and reuse-cmdline exclude each "
+			                         "other.");
+		r = read_proc_cmdline(c, &cmdline);
+		if (r < 0)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+			                         "Cannot read the running command line: %s.",
+			                         strerror(-r));
+	} else {
+		cmdline = strdup(req->cmdline ?: "");
+		if (!cmdline)
+			return -ENOMEM;
+	}
+	r = cmdline_validate(cmdline, error);
+	if (r < 0)
+		return r;
+	r = image_open(&rules, req->kernel, IMAGE_KERNEL, &k, error);
+	if (r < 0)
+		return r;
+	if (req->initrd && *req->initrd) {
+		r = image_open(&rules, req->initrd, IMAGE_INITRD, &i, error);
+		if (r < 0)
+			return r;
+	}
+	if (c->backend_status < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_UNAVAILABLE,
+		                         "Backend %s cannot load kernels here: %s.",
+		                         c->backend->name, strna(c->backend_reason));
+
+	/* 2. The record. */
+	r = update_id_new(&id);
+	if (r < 0)
+		return r;
+	u = update_new(id);
+	if (!u)
+		return -ENOMEM;
+	u->kernel = (UpdateFile){ .path = TAKE_PTR(k.path),
+		                  .size = k.size,
+		                  .mtime_usec = k.mtime_usec };
+	memcpy(u->kernel.sha256, k.sha256, sizeof(k.sha256));
+	u->kernel_version = TAKE_PTR(k.version);
+	if (update_set_string(&u->kernel_version_source, k.version_source) < 0)
+		return -ENOMEM;
+	if (i.path) {
+		u->initrd = (UpdateFile){ .path = TAKE_PTR(i.path),
+			                  .size = i.size,
+			                  .mtime_usec = i.mtime_usec };
+		memcpy(u->initrd.sha256, i.sha256, sizeof(i.sha256));
+	}
+	u->cmdline = TAKE_PTR(cmdline);
+	u->reuse_cmdline = req->reuse_cmdline;
+	if (update_set_string(&u->backend, c->backend->name) < 0 ||
+	    update_set_string(&u->old_kernel, c->running_kernel) < 0)
+		return -ENOMEM;
+	r = update_add_stamp(u, "staged", false, c->boot_id);
+	if (r < 0)
+		return r;
+
+	/* 3. Persist first: a crash after this finds a staged record and reloads. */
+	r = context_persist(c, u);
+	if (r == -ECANCELED) {
+		r = context_add_update(c, u);
+		if (r >= 0)
+			TAKE_PTR(u);
+		return -ECANCELED;
+	}
+	if (r < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
+		                         "Cannot write the update record: %s.", strerror(-r));
+
+	/* 4. Preload: the commit path does no file I/O and no hashing. */
+	img = (KexecImage){ .kernel_fd = k.fd,
+		            .initrd_fd = i.fd,
+		            .kernel_path = u->kernel.path,
+		            .initrd_path = u->initrd.path,
+		            .cmdline = u->cmdline,
+		            .flags = KEXEC_IMAGE_VERIFIED };
+	r = c->backend->load(c->root, &img);
+	if (r < 0) {
+		/* Nothing happened: remove the record again. */
+		if (record_path(c, u->id, &path) >= 0)
+			(void)unlink(path);
+		if (kexec_errno_is_unavailable(r))
+			return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_UNAVAILABLE,
+			                         "Backend %s cannot load kernels here: %s.",
+			                         c->backend->name, strerror(-r));
+		if (kexec_errno_is_bad_image(r))
+			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_IMAGE,
+			                         "The kernel refused '%s': %s.", u->kernel.path,
+			                         strerror(-r));
+		return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_FAILED,
+		                         "Loading '%s' with backend %s failed: %s.", u->kernel.path,
+		                         c->backend->name, strerror(-r));
+	}
+	/* The crash image: always verified (never skip the check on the panic path). */
+	if (kexec_crash_reserved(c->root)) {
+		img.flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
+		r = c->backend->load(c->root, &img);
+		if (r < 0)
+			log_warning_errno(r,
+			                  "Failed to load the crash image of update %s, "
+			                  "ignoring: %m",
+			                  u->id);
+		else {
+			u->crash_image_loaded = true;
+			r = context_persist(c, u);
+			if (r == -ECANCELED) {
+				r = context_add_update(c, u);
+				if (r >= 0)
+					TAKE_PTR(u);
+				return -ECANCELED;
+			}
+		}
+	}
+
+	r = context_add_update(c, u);
+	if (r < 0)
+		return r;
+	staged = TAKE_PTR(u);
+	c->active = staged;
+	log_info("Staged update %s: kernel %s (%s).", staged->id, staged->kernel.path,
+	         staged->kernel_version);
+	if (c->ops.update_added)
+		c->ops.update_added(c, staged, c->ops_userdata);
+	if (c->ops.manager_changed)
+		c->ops.manager_changed(c, c->ops_userdata);
+	if (ret)
+		*ret = staged;
+	return 0;
+}
+
+int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_reason) {
+	const char *mode = "verified", *why;
+
+	/* Until the policy library decides: verified always. The kexec_file backend
+	 * can do nothing else (the kernel's purgatory always checks SHA-256). */
+	if (!(c->backend->supported_modes & KEXEC_IMAGE_FAST))
+		why = "backend always verifies";
+	else
+		why = "default: verify every segment";
+	*ret_mode = strdup(mode);
+	*ret_reason = strdup(why);
+	if (!*ret_mode || !*ret_reason) {
+		free(*ret_mode);
+		free(*ret_reason);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error) {
+	_cleanup_free_ char *mode = NULL, *why = NULL;
+	Update *u;
+	int r;
+
+	r = context_lookup(c, id, &u, error);
+	if (r < 0)
+		return r;
+	if (u->state != UPDATE_STAGED)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
+		                         "Update %s is %s, only a staged update can be committed.",
+		                         u->id, update_state_to_string(u->state));
+
+	r = context_decide_handoff(c, u, &mode, &why);
+	if (r < 0)
+		return r;
+	free(u->handoff);
+	free(u->handoff_reason);
+	u->handoff = TAKE_PTR(mode);
+	u->handoff_reason = TAKE_PTR(why);
+	r = update_add_stamp(u, "commit-requested", true, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_PRE_HANDOFF, 10);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
+		                         "Cannot write the update record: %s.", strerror(-r));
+	*ret = u;
+	return 0;
+}
+
+int context_commit_run(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+	int r;
+
+	if (u->state != UPDATE_COMMITTING || !streq(u->phase, PHASE_PRE_HANDOFF))
+		return -ESTALE;
+
+	/* 1. Pre-handoff steps (policy, VM checkpoints). */
+	r = context_run_hooks(c, u, HOOK_PRE_HANDOFF, false, &why);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return context_commit_fail(c, u, why ?: "a pre-handoff step failed");
+
+	/* 2. The handoff record: what the next boot needs to finish the job. */
+	r = update_set_string(&u->handoff_boot_id, c->boot_id);
+	if (r < 0)
+		return r;
+	r = update_add_stamp(u, "handoff", true, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF, 90);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return context_commit_fail(c, u, "cannot persist the handoff record");
+
+	/* 3. Everything on disk before the machine goes down. */
+	sync();
+
+	/* 4. THE POINT OF NO RETURN: ask systemd for kexec.target. Once systemd
+	 * accepted the job, services stop in order and the kernel is replaced. */
+	log_info("Update %s: requesting kexec into %s.", u->id, u->kernel_version);
+	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
+	if (r < 0) {
+		_cleanup_free_ char *msg = NULL;
+
+		if (asprintf(&msg, "requesting the kexec reboot failed: %s", strerror(-r)) < 0)
+			return -ENOMEM;
+		return context_commit_fail(c, u, msg);
+	}
+	return 0;
+}
+
+void context_handoff_result(Context *c, Update *u, int r, const char *why) {
+	_cleanup_free_ char *msg = NULL;
+
+	if (u->state != UPDATE_COMMITTING || !streq(u->phase, PHASE_HANDOFF))
+		return;
+	if (r < 0) {
+		if (asprintf(&msg, "systemd refused the kexec reboot: %s", why ?: strerror(-r)) < 0)
+			msg = NULL;
+		(void)context_commit_fail(c, u, msg ?: "systemd refused the kexec reboot");
+		return;
+	}
+	/* Past the point of no return. Best effort: the system is going down. */
+	(void)update_add_stamp(u, "handoff-requested", true, c->boot_id);
+	(void)context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF_REQUESTED, 100);
+}
+
+int context_cancel(Context *c, const char *id, sd_bus_error *error) {
+	Update *u;
+	int r;
+
+	r = context_lookup(c, id, &u, error);
+	if (r < 0)
+		return r;
+	if (u->state != UPDATE_STAGED)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
+		                         "Update %s is %s, only a staged update can be cancelled.",
+		                         u->id, update_state_to_string(u->state));
+
+	r = update_add_stamp(u, "cancelled", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_CANCELLED, PHASE_CANCELLED, 100);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
+		                         "Cannot write the update record: %s.", strerror(-r));
+
+	r = c->backend->unload(c->root, 0);
+	if (r < 0)
+		log_warning_errno(r, "Failed to unload the image of update %s, ignoring: %m",
+		                  u->id);
+	if (u->crash_image_loaded) {
+		r = c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
+		if (r < 0)
+			log_warning_errno(r, "Failed to unload the crash image of %s, ignoring: %m",
+			                  u->id);
+	}
+	(void)finish(c, u, "cancelled");
+	return 0;
+}
+
+const char *context_state(Context *c) {
+	return c->active ? update_state_to_string(c->active->state) : "idle";
+}
+
+int context_describe(Context *c, char **ret_json) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	json_object *b, *a;
+	char *s;
+	int r;
+
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "State", json_object_new_string(context_state(c)));
+	json_object_object_add(o, "RunningKernel", json_object_new_string(c->running_kernel));
+	json_object_object_add(o, "StagedKernel",
+	                       json_object_new_string(c->active ? c->active->kernel.path : ""));
+	json_object_object_add(o, "LastReport", json_object_new_string(strempty(c->last_report)));
+	json_object_object_add(o, "Root", json_object_new_string(c->root ?: "/"));
+
+	json_object_object_add(o, "Backend", b = json_object_new_object());
+	json_object_object_add(b, "Name", json_object_new_string(c->backend->name));
+	json_object_object_add(b, "Usable", json_object_new_boolean(c->backend_status >= 0));
+	json_object_object_add(
+	        b, "Reason", c->backend_reason ? json_object_new_string(c->backend_reason) : NULL);
+	json_object_object_add(b, "TestOnly", json_object_new_boolean(c->backend->test_only));
+	json_object_object_add(b, "CrashKernelReserved",
+	                       json_object_new_boolean(kexec_crash_reserved(c->root)));
+
+	json_object_object_add(o, "AllowedRoots", a = json_object_new_array());
+	STRV_FOREACH (p, c->allowed_roots)
+		json_object_array_add(a, json_object_new_string(*p));
+
+	json_object_object_add(o, "Updates", a = json_object_new_array());
+	for (size_t i = 0; i < c->n_updates; i++) {
+		json_object *u;
+
+		r = update_to_json(c->updates[i], &u);
+		if (r < 0)
+			return r;
+		json_object_array_add(a, u);
+	}
+
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+	if (!s)
+		return -ENOMEM;
+	*ret_json = s;
+	return 0;
+}
+
+int context_get_report(Context *c, const char *id, char **ret_json, sd_bus_error *error) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	int r;
+
+	if (!id || !*id) {
+		if (!c->last_report)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_NO_SUCH_REPORT,
+			                         "No update has finished yet.");
+		id = c->last_report;
+	} else if (!update_id_is_valid(id))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_ID,
+		                         "'%.32s' is not an update id (16 hex digits).", id);
+
+	r = context_report_path(c, id, &path);
+	if (r < 0)
+		return r;
+	r = read_file_full(path, RECORD_MAX, &data, NULL);
+	if (r == -ENOENT)
+		return sd_bus_error_setf(error,
+		                         context_find(c, id) ? UPGRADE_ERROR_NO_SUCH_REPORT
+		                                             : UPGRADE_ERROR_NO_SUCH_UPDATE,
+		                         "No report for update '%s'%s.", id,
+		                         context_find(c, id) ? " (it has not finished)" : "");
+	if (r < 0)
+		return sd_bus_error_set_errno(error, r);
+	*ret_json = TAKE_PTR(data);
+	return 0;
+}

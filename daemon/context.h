@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The daemon's state machine, free of any bus: staging, committing, cancelling
+ * and the recovery that runs on every start. Every transition is persisted
+ * (write_file_atomic) BEFORE it takes effect; docs/state-machine.md describes
+ * the states, the records and the point of no return.
+ *
+ * bus.c owns a Context and turns its callbacks (ContextOps) into D-Bus signals
+ * and the request to systemd; unit tests drive it directly.
+ */
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "kexec-backend.h"
+#include "update.h"
+
+typedef struct Context Context;
+
+typedef enum HookKind {
+	HOOK_PRE_HANDOFF, /* before the handoff record; failing aborts the commit */
+	HOOK_ROLLBACK,    /* after a failed or interrupted commit: give everything back */
+	HOOK_POST_BOOT,   /* on the new kernel: restore what the pre-handoff steps saved */
+	_HOOK_KIND_MAX,
+} HookKind;
+
+/* A step of the commit path (VM checkpoint/restore, probes, ...). Must be
+ * idempotent: a crash between its end and the persisted "done" mark runs it
+ * again after restart. On failure set *ret_reason (freed by the caller). */
+typedef int (*HookFunc)(Context *c, Update *u, void *userdata, char **ret_reason);
+
+typedef struct Hook {
+	HookKind kind;
+	char *name;
+	HookFunc func;
+	void *userdata;
+} Hook;
+
+typedef struct ContextOps {
+	/* Starts the kexec reboot (THE POINT OF NO RETURN once accepted). Returns < 0 when
+	 * the request could not be sent; otherwise the outcome arrives through
+	 * context_handoff_result(), possibly before this returns. */
+	int (*request_kexec)(Context *c, Update *u, void *userdata);
+	/* Notifications for the bus: properties changed, update finished. */
+	void (*update_changed)(Context *c, Update *u, void *userdata);
+	void (*update_added)(Context *c, Update *u, void *userdata);
+	void (*manager_changed)(Context *c, void *userdata);
+	void (*finished)(Context *c, Update *u, const char *result, void *userdata);
+} ContextOps;
+
+/* Test seam: called after every successful persist with a running step number.
+ * Returning < 0 (e.g. -ECANCELED) makes the current operation stop right there,
+ * as if the daemon died after the write. */
+typedef int (*PersistHook)(Context *c, Update *u, unsigned step, void *userdata);
+
+struct Context {
+	char *root;      /* NULL for "/" */
+	char *state_dir; /* <root>/var/lib/upgraded */
+	char **allowed_roots;
+	uid_t image_owner;
+
+	const KexecBackend *backend;
+	int backend_status; /* 0 usable, < 0 errno from probe */
+	char *backend_reason;
+
+	char *running_kernel; /* uname -r */
+	char boot_id[33];
+
+	Update **updates;
+	size_t n_updates;
+	Update *active; /* the one update not in a terminal state, or NULL */
+	char *last_report;
+
+	Hook *hooks;
+	size_t n_hooks;
+
+	ContextOps ops;
+	void *ops_userdata;
+
+	PersistHook persist_hook;
+	void *persist_hook_userdata;
+	unsigned persist_step;
+};
+
+typedef struct StageRequest {
+	const char *kernel;
+	const char *initrd;  /* "" or NULL: none */
+	const char *cmdline; /* ignored with reuse_cmdline */
+	bool reuse_cmdline;
+} StageRequest;
+
+int context_new(const char *root, const KexecBackend *backend, Context **ret);
+Context *context_free(Context *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Context *, context_free);
+
+int context_add_hook(Context *c, HookKind kind, const char *name, HookFunc func, void *userdata);
+
+/* Reads every record below state_dir/updates. Unreadable records are logged and
+ * left on disk untouched (never overwritten). */
+int context_load(Context *c);
+/* Resolves records left in a non-terminal state by a crash, restart or kexec. */
+int context_recover(Context *c);
+
+Update *context_find(Context *c, const char *id);
+/* "" means the active update. Sets NoSuchUpdate / InvalidId. */
+int context_lookup(Context *c, const char *id, Update **ret, sd_bus_error *error);
+
+int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error);
+int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error);
+int context_commit_run(Context *c, Update *u);
+void context_handoff_result(Context *c, Update *u, int r, const char *why);
+int context_cancel(Context *c, const char *id, sd_bus_error *error);
+
+/* THE policy seam: how the next kernel is handed over ("verified" or "fast") and why.
+ * The policy library replaces the body; the backend limits what is possible. */
+int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_reason);
+
+const char *context_state(Context *c);
+int context_describe(Context *c, char **ret_json);
+int context_get_report(Context *c, const char *id, char **ret_json, sd_bus_error *error);
+int context_report_path(Context *c, const char *id, char **ret);

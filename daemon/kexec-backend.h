@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The seam between the daemon and whatever puts the next kernel into memory.
+ *
+ * Backends:
+ *   "kexec_file"  kexec_file_load(2): the running kernel parses, verifies and
+ *                 places the image (its purgatory always checks SHA-256).
+ *   "record"      TEST ONLY. Records every request as JSON in
+ *                 <root>/run/upgraded/kexec-record.json and loads nothing. The
+ *                 daemon accepts it only together with --root; reports and
+ *                 Describe() name it.
+ * The project's own loader (loader/, purgatory/) plugs in as a third ops table.
+ *
+ * All entry points return 0/positive on success, -errno on failure:
+ *   -ENOSYS/-EPERM/-EOPNOTSUPP  kexec is not available on this kernel/system
+ *   -ENOEXEC/-EKEYREJECTED/-EBADMSG  the kernel refused the image
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+
+typedef enum KexecImageFlags {
+	KEXEC_IMAGE_VERIFIED = 1u << 0, /* purgatory checks every segment's SHA-256 */
+	KEXEC_IMAGE_FAST = 1u << 1,     /* no check (planned update, policy said so) */
+	KEXEC_IMAGE_PANIC = 1u << 2,    /* the crash image; always verified */
+} KexecImageFlags;
+
+typedef struct KexecImage {
+	int kernel_fd;           /* regular file, validated by image_open() */
+	int initrd_fd;           /* -EBADF: none */
+	const char *kernel_path; /* for logs and records only */
+	const char *initrd_path;
+	const char *cmdline; /* never NULL, may be "" */
+	unsigned flags;      /* KexecImageFlags */
+} KexecImage;
+
+typedef struct KexecBackend {
+	const char *name;
+	/* Whether the backend can work here. 0 when usable; otherwise a negative errno
+	 * and *ret_reason, a sentence saying why (caller frees). */
+	int (*probe)(const char *root, char **ret_reason);
+	int (*load)(const char *root, const KexecImage *image);
+	/* Unloads the normal image, or the crash image with KEXEC_IMAGE_PANIC. */
+	int (*unload)(const char *root, unsigned flags);
+	/* 1 when an image (crash image with KEXEC_IMAGE_PANIC) is loaded, 0 when not. */
+	int (*is_loaded)(const char *root, unsigned flags);
+	/* Which handoff modes it can do (KEXEC_IMAGE_VERIFIED|KEXEC_IMAGE_FAST). */
+	unsigned supported_modes;
+	/* true for backends that must never run outside tests. */
+	bool test_only;
+} KexecBackend;
+
+extern const KexecBackend kexec_backend_file;
+extern const KexecBackend kexec_backend_record;
+
+/* Errors meaning "kexec cannot work on this system" rather than "bad image". */
+static inline bool kexec_errno_is_unavailable(int r) {
+	return r == -ENOSYS || r == -EPERM || r == -EOPNOTSUPP || r == -EACCES;
+}
+
+/* Errors meaning the kernel refused this particular image. */
+static inline bool kexec_errno_is_bad_image(int r) {
+	return r == -ENOEXEC || r == -EKEYREJECTED || r == -EBADMSG || r == -ENOKEY;
+}
+
+/* By name; NULL when unknown. */
+const KexecBackend *kexec_backend_find(const char *name);
+
+/* A crash kernel reservation exists (<root>/sys/kernel/kexec_crash_size > 0). */
+bool kexec_crash_reserved(const char *root);

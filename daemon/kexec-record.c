@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * TEST-ONLY backend "record": instead of loading a kernel it appends what it
+ * was asked to <root>/run/upgraded/kexec-record.json (a JSON object with the
+ * list of requests and what is "loaded"). Integration tests read that file to
+ * see exactly what the commit path would have handed to the kernel. The daemon
+ * refuses it without --root.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "fileio.h"
+#include "kexec-backend.h"
+#include "macros.h"
+#include "path-util.h"
+
+#define RECORD_PATH "/run/upgraded/kexec-record.json"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
+static int record_read(const char *root, json_object **ret) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	json_object *o;
+	int r;
+
+	r = path_prefix_root(root, RECORD_PATH, &path);
+	if (r < 0)
+		return r;
+	r = read_file_full(path, 1 << 20, &data, NULL);
+	if (r == -ENOENT) {
+		o = json_object_new_object();
+		if (!o)
+			return -ENOMEM;
+		json_object_object_add(o, "requests", json_object_new_array());
+		json_object_object_add(o, "loaded", json_object_new_boolean(false));
+		json_object_object_add(o, "crash_loaded", json_object_new_boolean(false));
+		*ret = o;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	o = json_tokener_parse(data);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return -EBADMSG;
+	}
+	*ret = o;
+	return 0;
+}
+
+static int record_write(const char *root, json_object *o) {
+	_cleanup_free_ char *path = NULL, *dir = NULL;
+	const char *s;
+	int r;
+
+	r = path_prefix_root(root, RECORD_PATH, &path);
+	if (r < 0)
+		return r;
+	r = path_prefix_root(root, "/run/upgraded", &dir);
+	if (r < 0)
+		return r;
+	r = mkdir_p(dir, 0755);
+	if (r < 0)
+		return r;
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+	                                              JSON_C_TO_STRING_NOSLASHESCAPE);
+	return write_file_atomic(path, s, strlen(s), 0644);
+}
+
+static int record_append(const char *root, json_object *req, const char *loaded_key, bool loaded) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	json_object *a;
+	int r;
+
+	r = record_read(root, &o);
+	if (r < 0) {
+		json_object_put(req);
+		return r;
+	}
+	if (!json_object_object_get_ex(o, "requests", &a)) {
+		a = json_object_new_array();
+		json_object_object_add(o, "requests", a);
+	}
+	json_object_array_add(a, req);
+	json_object_object_add(o, loaded_key, json_object_new_boolean(loaded));
+	return record_write(root, o);
+}
+
+static int record_probe(const char *root, char **ret_reason) {
+	return 0;
+}
+
+static int record_load(const char *root, const KexecImage *image) {
+	char sha[DIGEST_SHA256_HEX_SIZE];
+	json_object *req;
+	int r;
+
+	if (image->kernel_fd < 0)
+		return -EBADF;
+	/* Hash what the descriptor really holds: tests compare it with the digest
+	 * recorded at stage time. */
+	r = digest_file(image->kernel_fd, sha, NULL);
+	if (r < 0)
+		return r;
+	req = json_object_new_object();
+	if (!req)
+		return -ENOMEM;
+	json_object_object_add(req, "op", json_object_new_string("load"));
+	json_object_object_add(req, "kernel", json_object_new_string(image->kernel_path));
+	json_object_object_add(req, "kernel_sha256", json_object_new_string(sha));
+	json_object_object_add(req, "initrd",
+	                       image->initrd_fd >= 0 && image->initrd_path
+	                               ? json_object_new_string(image->initrd_path)
+	                               : NULL);
+	json_object_object_add(req, "cmdline", json_object_new_string(image->cmdline ?: ""));
+	json_object_object_add(req, "panic",
+	                       json_object_new_boolean(image->flags & KEXEC_IMAGE_PANIC));
+	json_object_object_add(
+	        req, "mode",
+	        json_object_new_string(image->flags & KEXEC_IMAGE_FAST ? "fast" : "verified"));
+	return record_append(root, req,
+	                     image->flags & KEXEC_IMAGE_PANIC ? "crash_loaded" : "loaded", true);
+}
+
+static int record_unload(const char *root, unsigned flags) {
+	json_object *req = json_object_new_object();
+
+	if (!req)
+		return -ENOMEM;
+	json_object_object_add(req, "op", json_object_new_string("unload"));
+	json_object_object_add(req, "panic", json_object_new_boolean(flags & KEXEC_IMAGE_PANIC));
+	return record_append(root, req, flags & KEXEC_IMAGE_PANIC ? "crash_loaded" : "loaded",
+	                     false);
+}
+
+static int record_is_loaded(const char *root, unsigned flags) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	json_object *v;
+	int r;
+
+	r = record_read(root, &o);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(o, flags & KEXEC_IMAGE_PANIC ? "crash_loaded" : "loaded",
+	                               &v))
+		return 0;
+	return json_object_get_boolean(v);
+}
+
+const KexecBackend kexec_backend_record = {
+	.name = "record",
+	.probe = record_probe,
+	.load = record_load,
+	.unload = record_unload,
+	.is_loaded = record_is_loaded,
+	.supported_modes = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_FAST,
+	.test_only = true,
+};

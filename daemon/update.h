@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * One update: what was staged, where its commit stands, and the timestamps of
+ * the phases it went through. Persisted as JSON in
+ * <root>/var/lib/upgraded/updates/<id>.json (docs/state-machine.md).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "digest.h"
+#include "macros.h"
+
+typedef enum UpdateState {
+	UPDATE_STAGED,
+	UPDATE_COMMITTING,
+	UPDATE_COMPLETING,
+	UPDATE_DONE,
+	UPDATE_CANCELLED,
+	UPDATE_FAILED,
+	_UPDATE_STATE_MAX,
+	_UPDATE_STATE_INVALID = -1,
+} UpdateState;
+
+/* Phases inside a state (Update.Phase on the bus). */
+#define PHASE_STAGED            "staged"
+#define PHASE_PRE_HANDOFF       "pre-handoff"
+#define PHASE_HANDOFF           "handoff"           /* handoff record persisted and synced */
+#define PHASE_HANDOFF_REQUESTED "handoff-requested" /* systemd accepted kexec.target */
+#define PHASE_ROLLBACK          "rollback"
+#define PHASE_POST_BOOT         "post-boot"
+#define PHASE_DONE              "done"
+#define PHASE_CANCELLED         "cancelled"
+#define PHASE_FAILED            "failed"
+
+#define UPDATE_ID_LEN 16 /* hex digits */
+
+typedef struct UpdateStamp {
+	char *name;
+	uint64_t realtime_usec;
+	uint64_t monotonic_usec;
+	uint64_t tsc; /* 0 when not taken */
+	char boot_id[33];
+} UpdateStamp;
+
+typedef struct UpdateFile {
+	char *path;
+	uint64_t size;
+	uint64_t mtime_usec;
+	char sha256[DIGEST_SHA256_HEX_SIZE];
+} UpdateFile;
+
+typedef struct Update {
+	char *id;
+	UpdateState state;
+	char *phase;
+	unsigned progress; /* percent */
+
+	UpdateFile kernel;
+	char *kernel_version;
+	char *kernel_version_source;
+	UpdateFile initrd; /* path NULL: none */
+	char *cmdline;
+	bool reuse_cmdline;
+
+	char *backend;
+	bool crash_image_loaded;
+	char *old_kernel; /* running when staged */
+	char *handoff;    /* "verified" | "fast", set at commit */
+	char *handoff_reason;
+	char *handoff_boot_id; /* boot that requested the handoff */
+	char *booted_kernel;   /* running when the commit was resolved */
+	char *error;           /* why it failed */
+	char **hooks_done;     /* "<kind>:<name>" of finished hook steps */
+
+	UpdateStamp *stamps;
+	size_t n_stamps;
+} Update;
+
+const char *update_state_to_string(UpdateState s);
+UpdateState update_state_from_string(const char *s);
+bool update_state_is_terminal(UpdateState s);
+
+bool update_id_is_valid(const char *id);
+int update_id_new(char **ret);
+
+Update *update_new(const char *id);
+Update *update_free(Update *u);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Update *, update_free);
+
+int update_set_string(char **field, const char *value);
+/* Appends a phase stamp taken now; boot_id names the boot it belongs to. */
+int update_add_stamp(Update *u, const char *name, bool with_tsc, const char *boot_id);
+const UpdateStamp *update_find_stamp(const Update *u, const char *name);
+bool update_hook_done(const Update *u, const char *key);
+
+int update_to_json(const Update *u, json_object **ret);
+int update_from_json(json_object *o, Update **ret);
+
+/* Deep copy through JSON (used to restore an update when persisting fails). */
+int update_copy(const Update *u, Update **ret);

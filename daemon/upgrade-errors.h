@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* D-Bus error names of org.upgraded.Upgrade1 (docs/dbus-api.md lists when each is
+ * returned). Shared by the daemon and upgradectl, which maps them to exit codes. */
+
+#define UPGRADE_ERROR_PREFIX "org.upgraded.Upgrade1.Error."
+
+#define UPGRADE_ERROR_INVALID_PATH      UPGRADE_ERROR_PREFIX "InvalidPath"
+#define UPGRADE_ERROR_NOT_ALLOWED_PATH  UPGRADE_ERROR_PREFIX "NotAllowedPath"
+#define UPGRADE_ERROR_UNSAFE_FILE       UPGRADE_ERROR_PREFIX "UnsafeFile"
+#define UPGRADE_ERROR_INVALID_IMAGE     UPGRADE_ERROR_PREFIX "InvalidImage"
+#define UPGRADE_ERROR_INVALID_CMDLINE   UPGRADE_ERROR_PREFIX "InvalidCmdline"
+#define UPGRADE_ERROR_INVALID_OPTION    UPGRADE_ERROR_PREFIX "InvalidOption"
+#define UPGRADE_ERROR_INVALID_ID        UPGRADE_ERROR_PREFIX "InvalidId"
+#define UPGRADE_ERROR_NO_SUCH_UPDATE    UPGRADE_ERROR_PREFIX "NoSuchUpdate"
+#define UPGRADE_ERROR_NO_SUCH_REPORT    UPGRADE_ERROR_PREFIX "NoSuchReport"
+#define UPGRADE_ERROR_ALREADY_STAGED    UPGRADE_ERROR_PREFIX "AlreadyStaged"
+#define UPGRADE_ERROR_BAD_STATE         UPGRADE_ERROR_PREFIX "BadState"
+#define UPGRADE_ERROR_KEXEC_UNAVAILABLE UPGRADE_ERROR_PREFIX "KexecUnavailable"
+#define UPGRADE_ERROR_KEXEC_FAILED      UPGRADE_ERROR_PREFIX "KexecFailed"
+#define UPGRADE_ERROR_HOOK_FAILED       UPGRADE_ERROR_PREFIX "HookFailed"
+#define UPGRADE_ERROR_PERSIST_FAILED    UPGRADE_ERROR_PREFIX "PersistFailed"
+#define UPGRADE_ERROR_PERMISSION_DENIED UPGRADE_ERROR_PREFIX "PermissionDenied"
+
+/* The polkit action guarding every mutating method. */
+#define UPGRADE_POLKIT_ACTION "org.upgraded.Upgrade1.manage"

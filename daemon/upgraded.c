@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * upgraded: the live kernel update service. Parses the command line, recovers
+ * what a previous run or the previous kernel left, then serves
+ * org.upgraded.Upgrade1 on the system bus.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "bus.h"
+#include "config.h"
+#include "context.h"
+#include "fileio.h"
+#include "log.h"
+#include "macros.h"
+#include "path-util.h"
+
+typedef struct Args {
+	const char *root;
+	const char *bus_address;
+	const char *backend;
+	const char *trigger;
+	const char *running_kernel;
+	const char *boot_id;
+	bool check_config;
+} Args;
+
+static void help(void) {
+	printf("upgraded [OPTIONS...]\n\n"
+	       "Live kernel update service: serves org.upgraded.Upgrade1 on the system bus.\n\n"
+	       "  -h --help                 Show this help\n"
+	       "     --version              Show the version\n"
+	       "     --root=DIR             Prefix every path (state, images, /proc/cmdline)\n"
+	       "                            with DIR\n"
+	       "     --bus-address=ADDRESS  Connect to this bus instead of the system bus\n"
+	       "                            (default: $DBUS_SYSTEM_BUS_ADDRESS or the system bus)\n"
+	       "     --check-config         Validate the configuration and exit\n"
+	       "     --log-level=LEVEL      err, warning, info (default) or debug\n\n"
+	       "Test-only options, accepted together with --root only:\n"
+	       "     --backend=NAME         kexec backend: kexec_file (default) or record\n"
+	       "     --kexec-trigger=NAME   systemd (default) or record\n"
+	       "     --running-kernel=VER   Pretend `uname -r` is VER\n"
+	       "     --boot-id=ID           Pretend the boot id is ID (32 hex digits)\n\n"
+	       "See docs/dbus-api.md and docs/state-machine.md.\n");
+}
+
+static int parse_argv(int argc, char *argv[], Args *a) {
+	enum {
+		ARG_VERSION = 0x100,
+		ARG_ROOT,
+		ARG_BUS_ADDRESS,
+		ARG_CHECK_CONFIG,
+		ARG_LOG_LEVEL,
+		ARG_BACKEND,
+		ARG_TRIGGER,
+		ARG_RUNNING_KERNEL,
+		ARG_BOOT_ID,
+	};
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, ARG_VERSION },
+		{ "root", required_argument, NULL, ARG_ROOT },
+		{ "bus-address", required_argument, NULL, ARG_BUS_ADDRESS },
+		{ "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+		{ "backend", required_argument, NULL, ARG_BACKEND },
+		{ "kexec-trigger", required_argument, NULL, ARG_TRIGGER },
+		{ "running-kernel", required_argument, NULL, ARG_RUNNING_KERNEL },
+		{ "boot-id", required_argument, NULL, ARG_BOOT_ID },
+		{},
+	};
+	int c, l;
+
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+		switch (c) {
+		case 'h':
+			help();
+			return 0;
+		case ARG_VERSION:
+			printf("upgraded %s\n", PACKAGE_VERSION);
+			return 0;
+		case ARG_ROOT:
+			if (!path_is_absolute(optarg))
+				return log_error_errno(-EINVAL, "--root= needs an absolute path.");
+			a->root = optarg;
+			break;
+		case ARG_BUS_ADDRESS:
+			a->bus_address = optarg;
+			break;
+		case ARG_CHECK_CONFIG:
+			a->check_config = true;
+			break;
+		case ARG_LOG_LEVEL:
+			l = log_level_from_string(optarg);
+			if (l < 0)
+				return log_error_errno(-EINVAL, "Unknown log level '%s'.", optarg);
+			log_set_max_level(l);
+			break;
+		case ARG_BACKEND:
+			a->backend = optarg;
+			break;
+		case ARG_TRIGGER:
+			a->trigger = optarg;
+			break;
+		case ARG_RUNNING_KERNEL:
+			a->running_kernel = optarg;
+			break;
+		case ARG_BOOT_ID:
+			a->boot_id = optarg;
+			break;
+		case '?':
+			return -EINVAL;
+		default:
+			return -EINVAL;
+		}
+	if (optind < argc)
+		return log_error_errno(-EINVAL, "upgraded takes no arguments.");
+
+	/* Test seams never reach a production system: they need a test root. */
+	if ((a->backend || a->trigger || a->running_kernel || a->boot_id) &&
+	    (!a->root || streq(a->root, "/")))
+		return log_error_errno(-EINVAL,
+		                       "--backend=, --kexec-trigger=, --running-kernel= "
+		                       "and --boot-id= are test options and need --root=.");
+	if (a->trigger && !streq(a->trigger, "systemd") && !streq(a->trigger, "record"))
+		return log_error_errno(-EINVAL, "Unknown --kexec-trigger '%s'.", a->trigger);
+	if (a->boot_id &&
+	    (strlen(a->boot_id) != 32 || strspn(a->boot_id, "0123456789abcdef") != 32))
+		return log_error_errno(-EINVAL, "--boot-id= needs 32 lowercase hex digits.");
+	return 1;
+}
+
+static int open_bus(const char *address, sd_bus **ret) {
+	_cleanup_(sd_bus_unrefp) sd_bus *bus = NULL;
+	int r;
+
+	if (!address)
+		return sd_bus_open_system(ret);
+	r = sd_bus_new(&bus);
+	if (r < 0)
+		return r;
+	r = sd_bus_set_address(bus, address);
+	if (r < 0)
+		return r;
+	r = sd_bus_set_bus_client(bus, true);
+	if (r < 0)
+		return r;
+	r = sd_bus_start(bus);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(bus);
+	return 0;
+}
+
+static int make_dirs(Context *c) {
+	static const char *const dirs[] = { "/var/lib/upgraded/updates",
+		                            "/var/lib/upgraded/reports", "/run/upgraded" };
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		_cleanup_free_ char *p = NULL;
+		int r = path_prefix_root(c->root, dirs[i], &p);
+
+		if (r < 0)
+			return r;
+		r = mkdir_p(p, 0755);
+		if (r < 0)
+			return log_error_errno(r, "Failed to create '%s': %m", p);
+	}
+	return 0;
+}
+
+static int run(int argc, char *argv[]) {
+	_cleanup_(context_freep) Context *c = NULL;
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	const KexecBackend *backend = &kexec_backend_file;
+	Manager mgr = {};
+	Args a = {};
+	sigset_t ss;
+	int r;
+
+	log_set_prefix("upgraded");
+	r = parse_argv(argc, argv, &a);
+	if (r <= 0)
+		return r;
+
+	if (a.check_config) {
+		/* The configuration (/etc/upgraded/upgraded.conf) is parsed by the policy
+		 * library; until it is linked there is nothing to check. */
+		log_notice("No configuration checks available yet; nothing to validate.");
+		return 0;
+	}
+
+	if (a.backend) {
+		backend = kexec_backend_find(a.backend);
+		if (!backend)
+			return log_error_errno(-EINVAL, "Unknown backend '%s'.", a.backend);
+	}
+	r = context_new(a.root, backend, &c);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up: %m");
+	if (a.running_kernel) {
+		free(c->running_kernel);
+		c->running_kernel = strdup(a.running_kernel);
+		if (!c->running_kernel)
+			return log_oom();
+	}
+	if (a.boot_id)
+		memcpy(c->boot_id, a.boot_id, 33);
+	if (c->backend->test_only)
+		log_warning("Using the TEST-ONLY kexec backend '%s': nothing is really loaded.",
+		            c->backend->name);
+	if (c->backend_status < 0)
+		log_warning("kexec backend %s is not usable: %s", c->backend->name,
+		            strna(c->backend_reason));
+	r = make_dirs(c);
+	if (r < 0)
+		return r;
+
+	r = sd_event_default(&event);
+	if (r < 0)
+		return log_error_errno(r, "Failed to allocate the event loop: %m");
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	(void)sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+
+	r = open_bus(a.bus_address, &bus);
+	if (r < 0)
+		return log_error_errno(r, "Failed to connect to the bus: %m");
+
+	mgr = (Manager){ .context = c,
+		         .bus = bus,
+		         .event = event,
+		         .trigger = a.trigger && streq(a.trigger, "record")
+		                            ? KEXEC_TRIGGER_RECORD
+		                            : KEXEC_TRIGGER_SYSTEMD };
+	r = manager_bus_attach(&mgr);
+	if (r < 0)
+		return r;
+
+	/* Recover before taking the name: callers only ever see a resolved state. */
+	r = context_load(c);
+	if (r < 0)
+		return log_error_errno(r, "Failed to read the update records: %m");
+	r = context_recover(c);
+	if (r < 0)
+		log_error_errno(r, "Recovery incomplete, continuing: %m");
+
+	r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
+	if (r < 0)
+		return log_error_errno(r, "Failed to attach the bus: %m");
+	r = sd_bus_request_name(bus, UPGRADE_BUS_NAME, 0);
+	if (r < 0)
+		return log_error_errno(r, "Failed to acquire the name %s: %m", UPGRADE_BUS_NAME);
+
+	(void)sd_notify(false, "READY=1\nSTATUS=Serving " UPGRADE_BUS_NAME);
+	log_info("Serving %s (state %s, backend %s).", UPGRADE_BUS_NAME, context_state(c),
+	         c->backend->name);
+	r = sd_event_loop(event);
+	if (r < 0)
+		return log_error_errno(r, "Event loop failed: %m");
+	return 0;
+}
+
+int main(int argc, char *argv[]) {
+	return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
