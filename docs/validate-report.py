@@ -1,0 +1,25 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Validates report files against docs/report.schema.json.
+
+usage: validate-report.py SCHEMA REPORT...   (exit 0 valid, 1 invalid, 2 usage)"""
+import json
+import sys
+
+import jsonschema
+
+if len(sys.argv) < 3:
+    print(__doc__, file=sys.stderr)
+    sys.exit(2)
+with open(sys.argv[1]) as f:
+    schema = json.load(f)
+jsonschema.Draft202012Validator.check_schema(schema)
+validator = jsonschema.Draft202012Validator(schema)
+bad = 0
+for path in sys.argv[2:]:
+    with open(path) as f:
+        report = json.load(f)
+    for error in validator.iter_errors(report):
+        print(f"{path}: {'/'.join(map(str, error.path))}: {error.message}", file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad else 0)

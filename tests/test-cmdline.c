@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cmdline.h"
+#include "macros.h"
+#include "upgrade-errors.h"
+
+static void expect_invalid(const char *s) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	assert_true(cmdline_validate(s, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_INVALID_CMDLINE));
+}
+
+static void test_cmdline_validate_accepts_ordinary_lines(void **state) {
+	assert_int_equal(cmdline_validate("", NULL), 0);
+	assert_int_equal(cmdline_validate("root=/dev/vda1 ro quiet", NULL), 0);
+	assert_int_equal(cmdline_validate("console=ttyS0 foo=\"a b\" upgradedx=1", NULL), 0);
+	/* A reserved name inside a quoted value is a value, not a parameter. */
+	assert_int_equal(cmdline_validate("foo=\"x upgraded.stamps=1\"", NULL), 0);
+}
+
+static void test_cmdline_validate_rejects_control_characters(void **state) {
+	expect_invalid("root=/dev/vda1\nro");
+	expect_invalid("root=/dev/vda1\tro");
+	expect_invalid("a\x7f");
+	expect_invalid(NULL);
+}
+
+static void test_cmdline_validate_rejects_too_long(void **state) {
+	char buf[CMDLINE_MAX + 2];
+
+	memset(buf, 'a', CMDLINE_MAX);
+	buf[CMDLINE_MAX] = '\0';
+	assert_int_equal(cmdline_validate(buf, NULL), 0);
+	buf[CMDLINE_MAX] = 'a';
+	buf[CMDLINE_MAX + 1] = '\0';
+	expect_invalid(buf);
+}
+
+static void test_cmdline_validate_rejects_smuggled_stamps(void **state) {
+	expect_invalid("quiet upgraded.stamps=0x1000");
+	expect_invalid("upgraded.stamps=1");
+	expect_invalid("quiet \"upgraded.stamps=1\"");
+	expect_invalid("quiet upgraded.anything");
+	expect_invalid("quiet foo=\"unbalanced");
+}
+
+static void test_cmdline_strip_for_reuse(void **state) {
+	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+
+	assert_int_equal(cmdline_strip_for_reuse("BOOT_IMAGE=/vmlinuz-6.1 root=/dev/vda1 ro "
+	                                         "upgraded.stamps=0x1 quiet\n",
+	                                         &a),
+	                 0);
+	assert_string_equal(a, "root=/dev/vda1 ro quiet");
+	assert_int_equal(cmdline_validate(a, NULL), 0);
+	assert_int_equal(cmdline_strip_for_reuse("  ", &b), 0);
+	assert_string_equal(b, "");
+	assert_int_equal(cmdline_strip_for_reuse("a=\"x y\"  b", &c), 0);
+	assert_string_equal(c, "a=\"x y\" b");
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cmdline_validate_accepts_ordinary_lines),
+		cmocka_unit_test(test_cmdline_validate_rejects_control_characters),
+		cmocka_unit_test(test_cmdline_validate_rejects_too_long),
+		cmocka_unit_test(test_cmdline_validate_rejects_smuggled_stamps),
+		cmocka_unit_test(test_cmdline_strip_for_reuse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <sys/sysmacros.h>
+
+#include "daemon-test-util.h"
+#include "image.h"
+#include "upgrade-errors.h"
+
+typedef struct Fixture {
+	char *root;
+	char **allowed;
+	ImageRules rules;
+} Fixture;
+
+static int setup(void **state) {
+	Fixture *f = calloc(1, sizeof(*f));
+
+	if (!f || !(f->root = test_mkroot()))
+		return -1;
+	f->allowed = calloc(3, sizeof(char *));
+	f->allowed[0] = strdup("/boot");
+	f->allowed[1] = strdup("/var/lib/upgraded/images");
+	f->rules = (ImageRules){ .root = f->root, .allowed = f->allowed, .owner = getuid() };
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state) {
+	Fixture *f = *state;
+
+	test_rmroot(f->root);
+	strv_free(f->allowed);
+	free(f);
+	return 0;
+}
+
+/* Expects image_open() to fail with error name; returns the message for checks. */
+static void expect_error(Fixture *f, const char *path, ImageKind kind, const char *name) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	ImageFile img = { .fd = -EBADF };
+
+	assert_true(image_open(&f->rules, path, kind, &img, &e) < 0);
+	if (!sd_bus_error_has_name(&e, name))
+		fail_msg("%s: expected %s, got %s (%s)", path, name, e.name, e.message);
+	assert_int_equal(img.fd, -EBADF); /* untouched on failure */
+}
+
+static void test_image_open_accepts_valid_kernel(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(image_file_done) ImageFile img = { .fd = -EBADF };
+	Fixture *f = *state;
+	char sha[DIGEST_SHA256_HEX_SIZE];
+
+	assert_int_equal(
+	        test_write_bzimage(f->root, "/boot/vmlinuz-x", "6.1.0-57-cloud-amd64", BZ_OK, 0644),
+	        0);
+	assert_int_equal(image_open(&f->rules, "/boot/vmlinuz-x", IMAGE_KERNEL, &img, &e), 0);
+	assert_string_equal(img.version, "6.1.0-57-cloud-amd64");
+	assert_string_equal(img.version_source, "bzimage-header");
+	assert_string_equal(img.path, "/boot/vmlinuz-x");
+	assert_true(img.fd >= 0);
+	assert_int_equal(img.size, BZIMAGE_SECTOR_SIZE * 5 + 16384);
+	assert_int_equal(digest_file(img.fd, sha, NULL), 0);
+	assert_string_equal(sha, img.sha256);
+	assert_true((fcntl(img.fd, F_GETFD) & FD_CLOEXEC) != 0);
+}
+
+static void test_image_open_version_from_file_name(void **state) {
+	_cleanup_(image_file_done) ImageFile img = { .fd = -EBADF };
+	Fixture *f = *state;
+
+	assert_int_equal(test_write_bzimage(f->root, "/boot/vmlinuz-6.1.0-47-cloud-amd64", "",
+	                                    BZ_NO_VERSION, 0644),
+	                 0);
+	assert_int_equal(image_open(&f->rules, "/boot/vmlinuz-6.1.0-47-cloud-amd64", IMAGE_KERNEL,
+	                            &img, NULL),
+	                 0);
+	assert_string_equal(img.version, "6.1.0-47-cloud-amd64");
+	assert_string_equal(img.version_source, "file-name");
+
+	assert_int_equal(test_write_bzimage(f->root, "/boot/kernel", "", BZ_NO_VERSION, 0644), 0);
+	expect_error(f, "/boot/kernel", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_IMAGE);
+}
+
+static void test_image_open_rejects_bad_paths(void **state) {
+	Fixture *f = *state;
+
+	assert_int_equal(test_write_bzimage(f->root, "/boot/vmlinuz-x", "6.1", BZ_OK, 0644), 0);
+	expect_error(f, "", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	expect_error(f, "boot/vmlinuz-x", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	expect_error(f, "/boot/../boot/vmlinuz-x", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	expect_error(f, "/boot//vmlinuz-x", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	expect_error(f, "/boot/./vmlinuz-x", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	expect_error(f, "/boot/vmlinuz-x\n", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	expect_error(f, "/boot/missing", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	expect_error(f, "/boot", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH); /* a directory */
+	expect_error(f, "/etc/shadow", IMAGE_KERNEL, UPGRADE_ERROR_NOT_ALLOWED_PATH);
+	expect_error(f, "/bootx/vmlinuz", IMAGE_KERNEL, UPGRADE_ERROR_NOT_ALLOWED_PATH);
+	expect_error(f, "/var/lib/upgraded/vmlinuz", IMAGE_KERNEL, UPGRADE_ERROR_NOT_ALLOWED_PATH);
+}
+
+static void test_image_open_rejects_symlinks(void **state) {
+	_cleanup_free_ char *link = NULL, *dir = NULL, *target = NULL;
+	Fixture *f = *state;
+
+	assert_int_equal(test_write_bzimage(f->root, "/boot/vmlinuz-x", "6.1", BZ_OK, 0644), 0);
+	/* The last component... */
+	assert_true(asprintf(&link, "%s/boot/vmlinuz", f->root) > 0);
+	assert_int_equal(symlink("vmlinuz-x", link), 0);
+	expect_error(f, "/boot/vmlinuz", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	/* ...and a directory on the way, even one pointing inside the roots. */
+	assert_true(asprintf(&dir, "%s/boot/sub", f->root) > 0);
+	assert_true(asprintf(&target, "%s/boot", f->root) > 0);
+	assert_int_equal(symlink(target, dir), 0);
+	expect_error(f, "/boot/sub/vmlinuz-x", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+}
+
+static void test_image_open_rejects_unsafe_files(void **state) {
+	Fixture *f = *state;
+
+	assert_int_equal(test_write_bzimage(f->root, "/boot/ww", "6.1", BZ_OK, 0666), 0);
+	expect_error(f, "/boot/ww", IMAGE_KERNEL, UPGRADE_ERROR_UNSAFE_FILE);
+	assert_int_equal(test_write_bzimage(f->root, "/boot/gw", "6.1", BZ_OK, 0664), 0);
+	expect_error(f, "/boot/gw", IMAGE_KERNEL, UPGRADE_ERROR_UNSAFE_FILE);
+	assert_int_equal(test_write_file(f->root, "/boot/initrd-gw", "x", 0620), 0);
+	expect_error(f, "/boot/initrd-gw", IMAGE_INITRD, UPGRADE_ERROR_UNSAFE_FILE);
+
+	/* Owned by someone else than the required owner (root in production). */
+	assert_int_equal(test_write_bzimage(f->root, "/boot/other", "6.1", BZ_OK, 0644), 0);
+	f->rules.owner = getuid() + 1;
+	expect_error(f, "/boot/other", IMAGE_KERNEL, UPGRADE_ERROR_UNSAFE_FILE);
+	f->rules.owner = getuid();
+}
+
+static void test_image_open_rejects_special_files(void **state) {
+	_cleanup_free_ char *fifo = NULL, *dev = NULL;
+	Fixture *f = *state;
+
+	assert_true(asprintf(&fifo, "%s/boot/fifo", f->root) > 0);
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	expect_error(f, "/boot/fifo", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+
+	if (getuid() == 0) {
+		assert_true(asprintf(&dev, "%s/boot/null", f->root) > 0);
+		assert_int_equal(mknod(dev, S_IFCHR | 0644, makedev(1, 3)), 0);
+		expect_error(f, "/boot/null", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_PATH);
+	}
+}
+
+static void test_image_open_rejects_non_bzimages(void **state) {
+	Fixture *f = *state;
+
+	assert_int_equal(test_write_bzimage(f->root, "/boot/nomagic", "6.1", BZ_NO_MAGIC, 0644), 0);
+	expect_error(f, "/boot/nomagic", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_IMAGE);
+	assert_int_equal(test_write_bzimage(f->root, "/boot/trunc", "6.1", BZ_TRUNCATED, 0644), 0);
+	expect_error(f, "/boot/trunc", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_IMAGE);
+	assert_int_equal(test_write_bzimage(f->root, "/boot/i386", "6.1", BZ_32BIT, 0644), 0);
+	expect_error(f, "/boot/i386", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_IMAGE);
+	assert_int_equal(test_write_file(f->root, "/boot/text", "#!/bin/sh\necho hi\n", 0644), 0);
+	expect_error(f, "/boot/text", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_IMAGE);
+	assert_int_equal(test_write_file(f->root, "/boot/empty", "", 0644), 0);
+	expect_error(f, "/boot/empty", IMAGE_KERNEL, UPGRADE_ERROR_INVALID_IMAGE);
+	expect_error(f, "/boot/empty", IMAGE_INITRD, UPGRADE_ERROR_INVALID_IMAGE);
+}
+
+static void test_image_parse_bzimage_bounds(void **state) {
+	uint8_t buf[BZIMAGE_SETUP_HEADER_END] = {};
+	char *v = NULL;
+
+	assert_int_equal(image_parse_bzimage(buf, sizeof(buf) - 1, 1 << 20, &v), -EBADMSG);
+	assert_int_equal(image_parse_bzimage(buf, sizeof(buf), 1 << 20, &v), -EBADMSG);
+	buf[BZIMAGE_BOOT_FLAG_OFFSET] = 0x55;
+	buf[BZIMAGE_BOOT_FLAG_OFFSET + 1] = 0xaa;
+	memcpy(buf + BZIMAGE_HEADER_MAGIC_OFFSET, "HdrS", 4);
+	buf[BZIMAGE_VERSION_OFFSET] = 0x0f;
+	buf[BZIMAGE_VERSION_OFFSET + 1] = 0x02;
+	buf[BZIMAGE_XLOADFLAGS_OFFSET] = BZIMAGE_XLF_KERNEL_64;
+	/* kernel_version pointing past the buffer: no version, no overread. */
+	buf[BZIMAGE_KERNEL_VERSION_OFFSET] = 0xff;
+	buf[BZIMAGE_KERNEL_VERSION_OFFSET + 1] = 0x7f;
+	assert_int_equal(image_parse_bzimage(buf, sizeof(buf), 1 << 20, &v), -ENODATA);
+	assert_null(v);
+	assert_false(image_version_is_valid("6.1 ; rm"));
+	assert_false(image_version_is_valid(""));
+	assert_true(image_version_is_valid("6.1.0-57-cloud-amd64"));
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_image_open_accepts_valid_kernel, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_version_from_file_name, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_rejects_bad_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_rejects_symlinks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_rejects_unsafe_files, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_rejects_special_files, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_rejects_non_bzimages, setup,
+		                                teardown),
+		cmocka_unit_test(test_image_parse_bzimage_bounds),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
