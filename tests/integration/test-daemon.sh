@@ -1,0 +1,246 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Integration test of upgraded + upgradectl on a private system-like bus:
+# the real daemon binary against a temporary --root, driven by the real CLI and
+# busctl. Uses the TEST-ONLY "record" backend and kexec trigger (this machine
+# has no kexec and must never reboot); the default kexec_file backend is
+# checked for its named KexecUnavailable error.
+#
+# usage: test-daemon.sh UPGRADED UPGRADECTL BUS_CONF_IN POLICY_CONF MAKE_BZIMAGE VALIDATE SCHEMA
+set -uo pipefail
+
+UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$7
+TEST_USER=upgraded-test
+NEW=6.1.0-57-cloud-amd64
+
+if [ "$(id -u)" -ne 0 ]; then
+        echo "SKIP: needs root (private dbus-daemon, a system user, root-owned images)"
+        exit 77
+fi
+for p in dbus-daemon busctl python3 setpriv sha256sum; do
+        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
+done
+
+T=$(mktemp -d /tmp/upgraded-it.XXXXXX)
+chmod 755 "$T"
+ROOT=$T/root
+DBUS_PID= DAEMON_PID= MON_PID=
+failures=0 n=0
+
+cleanup() {
+        for pid in $MON_PID $DAEMON_PID $DBUS_PID; do
+                kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+        done
+        if [ "$failures" -ne 0 ]; then
+                echo "--- daemon log"; cat "$T"/daemon*.log 2>/dev/null
+        fi
+        rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
+check() { # check DESCRIPTION COMMAND...
+        local what=$1
+        shift
+        if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+# expect_fail DESCRIPTION EXIT_CODE ERROR_NAME COMMAND...: the command fails with
+# exactly that exit code and names the error on stderr.
+expect_fail() {
+        local what=$1 code=$2 name=$3 rc
+        shift 3
+        "$@" >"$T/out" 2>"$T/err"
+        rc=$?
+        if [ "$rc" -eq "$code" ] && grep -q -- "$name" "$T/err"; then
+                ok "$what"
+        else
+                not_ok "$what (exit $rc, want $code and '$name'): $(cat "$T/err")"
+        fi
+}
+
+# ---- the machine: a root tree, a private bus ----
+mkdir -p "$ROOT/boot" "$ROOT/proc" "$ROOT/var/lib/upgraded/images"
+kernel_src=
+for k in /boot/vmlinuz-* /var/cache/upgraded-lab/*/boot/vmlinuz-* /var/cache/upgraded-lab/vmlinuz-*; do
+        [ -f "$k" ] && [ ! -L "$k" ] && { kernel_src=$k; break; }
+done
+if [ -n "$kernel_src" ]; then
+        NEW=${kernel_src##*/vmlinuz-}
+        cp "$kernel_src" "$ROOT/boot/vmlinuz-$NEW"
+        echo "# using real kernel $kernel_src"
+else
+        python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-$NEW" "$NEW"
+        echo "# no kernel image on this machine: using a crafted bzImage header file"
+fi
+KERNEL=/boot/vmlinuz-$NEW
+chmod 0644 "$ROOT$KERNEL"
+head -c 4096 /dev/urandom >"$ROOT/boot/initrd.img-$NEW"
+chmod 0644 "$ROOT/boot/initrd.img-$NEW"
+echo "BOOT_IMAGE=/boot/vmlinuz-old root=/dev/vda1 ro upgraded.stamps=0x99 console=ttyS0" >"$ROOT/proc/cmdline"
+# Bad inputs.
+python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-ww" 6.1 && chmod 0666 "$ROOT/boot/vmlinuz-ww"
+python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-trunc" 6.1 --truncate && chmod 0644 "$ROOT/boot/vmlinuz-trunc"
+echo "not a kernel" >"$ROOT/boot/notes.txt" && chmod 0644 "$ROOT/boot/notes.txt"
+ln -s "vmlinuz-$NEW" "$ROOT/boot/vmlinuz"
+cp "$ROOT$KERNEL" "$ROOT/boot/vmlinuz-user" && chmod 0644 "$ROOT/boot/vmlinuz-user"
+id "$TEST_USER" >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin "$TEST_USER"
+chown "$TEST_USER" "$ROOT/boot/vmlinuz-user"
+
+sed -e "s|@SOCKET@|$T/bus|" -e "s|@POLICY@|$POLICY|" "$BUS_CONF_IN" >"$T/bus.conf"
+dbus-daemon --config-file="$T/bus.conf" --nofork --print-address=3 3>"$T/address" 2>"$T/dbus.log" &
+DBUS_PID=$!
+for _ in $(seq 50); do [ -s "$T/address" ] && break; sleep 0.1; done
+ADDR="unix:path=$T/bus"
+export DBUS_SYSTEM_BUS_ADDRESS=$ADDR
+BUSCTL=(busctl --address="$ADDR")
+OBJ=(org.upgraded.Upgrade1 /org/upgraded/Upgrade1 org.upgraded.Upgrade1.Manager)
+
+start_daemon() { # start_daemon LOGNAME ARGS...
+        local log=$1
+        shift
+        "$UPGRADED" --root="$ROOT" "$@" >"$T/daemon-$log.log" 2>&1 &
+        DAEMON_PID=$!
+        for _ in $(seq 100); do
+                "${BUSCTL[@]}" status org.upgraded.Upgrade1 >/dev/null 2>&1 && return 0
+                kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+                sleep 0.1
+        done
+        return 1
+}
+stop_daemon() {
+        [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" && wait "$DAEMON_PID"
+        DAEMON_PID=
+}
+describe() { "$CTL" describe --json; }
+as_user() { setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --clear-groups -- "$@"; }
+json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d'+sys.argv[1]))" "$1"; }
+
+# ---- the binaries themselves ----
+check "upgraded --version" "$UPGRADED" --version
+check "upgraded --help names --root" bash -c "'$UPGRADED' --help | grep -q -- --root="
+expect_fail "test backend refused without --root" 1 "need --root" "$UPGRADED" --backend=record
+for verb in stage commit cancel status list report show describe; do
+        check "upgradectl $verb --help is a man page" bash -c \
+                "out=\$('$CTL' $verb --help) && for s in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS' EXAMPLES; do grep -q \"^\$s\" <<<\"\$out\" || exit 1; done"
+done
+expect_fail "unknown verb is a usage error" 2 "Unknown verb" "$CTL" frobnicate
+
+# ---- default backend on a kernel without kexec: named error, nothing changes ----
+check "daemon starts with the kexec_file backend" start_daemon kexec_file
+D0=$(describe)
+check "Describe names backend kexec_file" test "$(json_get "['Backend']['Name']" <<<"$D0")" = kexec_file
+if [ "$(json_get "['Backend']['Usable']" <<<"$D0")" = False ]; then
+        check "Describe says why kexec_file is unusable" test -n "$(json_get "['Backend']['Reason']" <<<"$D0")"
+        expect_fail "stage without kexec -> KexecUnavailable" 7 KexecUnavailable "$CTL" stage "$KERNEL"
+        check "nothing changed after KexecUnavailable" test "$(describe)" = "$D0"
+else
+        echo "# this kernel has kexec: skipping the KexecUnavailable check (never load a kernel here)"
+fi
+stop_daemon
+
+# ---- the record backend ----
+timeout 300 "${BUSCTL[@]}" monitor >"$T/monitor.txt" 2>&1 &
+MON_PID=$!
+check "daemon starts with the record backend" start_daemon record --backend=record --kexec-trigger=record
+D0=$(describe)
+check "State is idle" test "$("$CTL" show -p State --value)" = idle
+check "Describe says TestOnly backend record" test "$(json_get "['Backend']['TestOnly']" <<<"$D0")" = True
+check "busctl sees the Manager interface" bash -c "'${BUSCTL[0]}' --address='$ADDR' introspect org.upgraded.Upgrade1 /org/upgraded/Upgrade1 | grep -q '^org.upgraded.Upgrade1.Manager'"
+check "RunningKernel property" test "$("${BUSCTL[@]}" get-property "${OBJ[@]}" RunningKernel)" = "s \"$(uname -r)\""
+
+expect_fail "relative kernel path -> InvalidPath" 3 InvalidPath "$CTL" stage boot/vmlinuz
+expect_fail "'..' in path -> InvalidPath" 3 InvalidPath "$CTL" stage /boot/../boot/vmlinuz-ww
+expect_fail "outside allowed roots -> NotAllowedPath" 3 NotAllowedPath "$CTL" stage /etc/passwd
+expect_fail "symlink -> InvalidPath" 3 InvalidPath "$CTL" stage /boot/vmlinuz
+expect_fail "world-writable -> UnsafeFile" 3 UnsafeFile "$CTL" stage /boot/vmlinuz-ww
+expect_fail "not root-owned -> UnsafeFile" 3 UnsafeFile "$CTL" stage /boot/vmlinuz-user
+expect_fail "truncated bzImage -> InvalidImage" 3 InvalidImage "$CTL" stage /boot/vmlinuz-trunc
+expect_fail "text file -> InvalidImage" 3 InvalidImage "$CTL" stage /boot/notes.txt
+expect_fail "missing initrd -> InvalidPath" 3 InvalidPath "$CTL" stage "$KERNEL" --initrd=/boot/nope
+expect_fail "smuggled stamps -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline="quiet upgraded.stamps=1"
+expect_fail "control character -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline=$'a\x01b'
+expect_fail "too long -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline="$(head -c 3000 /dev/zero | tr '\0' a)"
+# busctl prints only the message; the error name is checked in the monitor log below.
+expect_fail "unknown option is refused" 1 "Unknown option 'bogus'" "${BUSCTL[@]}" call "${OBJ[@]}" Stage 'sssa{sv}' "$KERNEL" "" "" 1 bogus b true
+expect_fail "commit with nothing staged -> NoSuchUpdate" 5 NoSuchUpdate "$CTL" commit
+expect_fail "cancel of a bad id -> InvalidId" 3 InvalidId "$CTL" cancel ../../etc
+expect_fail "report of an unknown id -> NoSuchUpdate" 5 NoSuchUpdate "$CTL" report 0123456789abcdef
+expect_fail "report with none finished -> NoSuchReport" 5 NoSuchReport "$CTL" report
+check "nothing changed after bad input (Describe equal)" test "$(describe)" = "$D0"
+check "no kexec request was recorded" test ! -e "$ROOT/run/upgraded/kexec-record.json"
+
+# ---- authorization: read-only open, mutating refused without root/polkit ----
+check "non-root may Describe" bash -c "$(declare -f as_user); TEST_USER=$TEST_USER; as_user '$CTL' describe --json >/dev/null"
+expect_fail "non-root stage -> PermissionDenied naming the action" 4 "org.upgraded.Upgrade1.manage" as_user "$CTL" --no-ask-password stage "$KERNEL"
+expect_fail "non-root commit -> PermissionDenied" 4 PermissionDenied as_user "$CTL" commit
+expect_fail "non-root cancel -> PermissionDenied" 4 PermissionDenied as_user "$CTL" cancel
+check "nothing changed after refusals" test "$(describe)" = "$D0"
+
+# ---- stage, cancel ----
+ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --reuse-cmdline)
+check "stage prints an id" grep -qE '^[0-9a-f]{16}$' <<<"$ID"
+check "State is staged" test "$("$CTL" show -p State --value)" = staged
+check "StagedKernel is the kernel" test "$("$CTL" show -p StagedKernel --value)" = "$KERNEL"
+check "update object has the kernel version" test "$("$CTL" show "$ID" -p KernelVersion --value)" = "$NEW"
+SHA=$(sha256sum "$ROOT$KERNEL" | cut -d' ' -f1)
+check "recorded digest equals sha256sum" test "$("$CTL" show "$ID" -p KernelSha256 --value)" = "$SHA"
+check "backend got the validated kernel fd" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[\"requests\"][-1]; sys.exit(not (r[\"kernel_sha256\"]==sys.argv[2] and r[\"cmdline\"]==\"root=/dev/vda1 ro console=ttyS0\" and r[\"initrd\"]))' '$ROOT/run/upgraded/kexec-record.json' '$SHA'"
+check "record persisted" test -s "$ROOT/var/lib/upgraded/updates/$ID.json"
+expect_fail "second stage -> AlreadyStaged" 6 AlreadyStaged "$CTL" stage "$KERNEL"
+check "list shows the update" bash -c "'$CTL' list | grep -q '^$ID  staged'"
+check "status is a table" bash -c "'$CTL' status | grep -q 'State: staged'"
+check "cancel" "$CTL" cancel "$ID"
+check "cancelled update state" test "$("$CTL" show "$ID" -p State --value)" = cancelled
+check "State back to idle" test "$("$CTL" show -p State --value)" = idle
+expect_fail "cancel twice -> BadState" 6 BadState "$CTL" cancel "$ID"
+
+# ---- commit through the point of no return (recorded), then "the new kernel" ----
+ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/dev/vda1 ro")
+"$CTL" commit --wait >"$T/commit.out" 2>&1
+check "commit --wait exits 0" test $? -eq 0
+check "commit --wait printed the handoff" grep -q handoff-requested "$T/commit.out"
+check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
+check "State is committing" test "$("$CTL" show -p State --value)" = committing
+expect_fail "commit again -> BadState" 6 BadState "$CTL" commit "$ID"
+expect_fail "cancel while committing -> BadState" 6 BadState "$CTL" cancel
+
+stop_daemon
+check "restart in the same boot keeps waiting for the kexec" start_daemon same-boot --backend=record --kexec-trigger=record
+check "still committing" test "$("$CTL" show "$ID" -p Phase --value)" = handoff-requested
+stop_daemon
+
+NEWBOOT=$(tr -d '-' </proc/sys/kernel/random/uuid)
+check "start on the new kernel" start_daemon new-kernel --backend=record --kexec-trigger=record --running-kernel="$NEW" --boot-id="$NEWBOOT"
+check "update completed" test "$("$CTL" show "$ID" -p State --value)" = done
+check "State idle again" test "$("$CTL" show -p State --value)" = idle
+check "LastReport names the update" test "$("$CTL" show -p LastReport --value)" = "$ID"
+"$CTL" report --json >"$T/report.json"
+check "report --json validates against the schema" python3 "$VALIDATE" "$SCHEMA" "$T/report.json"
+check "report --json is GetReport unchanged" bash -c "diff <('${BUSCTL[0]}' --address='$ADDR' --json=short call ${OBJ[*]} GetReport s '' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"data\"][0])') '$T/report.json'"
+check "report names old and new kernel" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r[\"old_kernel\"][\"version\"]==sys.argv[2] and r[\"new_kernel\"][\"version\"]==sys.argv[3] and r[\"result\"]==\"success\" and r[\"backend\"][\"name\"]==\"record\"))' '$T/report.json' '$(uname -r)' '$NEW'"
+check "report file on disk" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID.json"
+check "human report" bash -c "'$CTL' report '$ID' | grep -q 'Result: success'"
+stop_daemon
+
+# ---- systemd refuses the kexec (no systemd on this bus): rollback, failed ----
+check "daemon with the systemd trigger" start_daemon systemd --backend=record
+ID2=$("$CTL" stage "$KERNEL")
+"$CTL" commit --wait >"$T/commit2.out" 2>&1
+check "commit --wait exits 1 when systemd is unreachable" test $? -eq 1
+check "update failed with the reason" bash -c "'$CTL' show '$ID2' -p Error --value | grep -q 'kexec reboot'"
+check "image unloaded after the rollback" bash -c "python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"loaded\"])' '$ROOT/run/upgraded/kexec-record.json'"
+check "failure report validates" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID2.json"
+check "list shows three updates" test "$("$CTL" list --json | json_get '.__len__()')" = 3
+stop_daemon
+
+# ---- signals seen on the bus ----
+kill "$MON_PID" 2>/dev/null; wait "$MON_PID" 2>/dev/null; MON_PID=
+check "unknown option answered with InvalidOption" grep -q "ErrorName=org.upgraded.Upgrade1.Error.InvalidOption" "$T/monitor.txt"
+check "Finished signal emitted" grep -q "Member=Finished" "$T/monitor.txt"
+check "PropertiesChanged on an update object" bash -c "grep 'Member=PropertiesChanged' '$T/monitor.txt' | grep -q 'Path=/org/upgraded/Upgrade1/update/'"
+
+echo "1..$n"
+[ "$failures" -eq 0 ] || { echo "$failures of $n checks failed"; exit 1; }
