@@ -161,10 +161,44 @@ static void format_usec(uint64_t usec, char *buf, size_t size) {
 typedef struct Follow {
 	bool changed;
 	char *result;
+	char *last_phase;
 } Follow;
 
+static void follow_print(Follow *f, const char *phase, uint32_t progress) {
+	if (!phase || streq_ptr(phase, f->last_phase))
+		return;
+	printf("%3u%%  %s\n", progress, phase);
+	fflush(stdout);
+	free(f->last_phase);
+	f->last_phase = strdup(phase);
+}
+
+/* Prints every phase the signal carries: the daemon may pass through several
+ * before we could ask for the current one. */
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
-	((Follow *)userdata)->changed = true;
+	Follow *f = userdata;
+	const char *iface, *name, *phase = NULL;
+	uint32_t progress = 0;
+	int r;
+
+	f->changed = true;
+	if (sd_bus_message_read(m, "s", &iface) < 0 || !streq(iface, UPDATE_IFACE))
+		return 0;
+	if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
+		return 0;
+	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+		if (sd_bus_message_read(m, "s", &name) < 0)
+			return 0;
+		if (streq(name, "Phase"))
+			r = sd_bus_message_read(m, "v", "s", &phase);
+		else if (streq(name, "Progress"))
+			r = sd_bus_message_read(m, "v", "u", &progress);
+		else
+			r = sd_bus_message_skip(m, "v");
+		if (r < 0 || sd_bus_message_exit_container(m) < 0)
+			return 0;
+	}
+	follow_print(f, phase, progress);
 	return 0;
 }
 
@@ -198,14 +232,19 @@ static int add_follow_matches(sd_bus *bus, Follow *f) {
 /* Prints each new phase until the update finished or reached the handoff.
  * Returns the exit code. */
 static int follow_update(sd_bus *bus, const char *path, Follow *f) {
-	_cleanup_free_ char *last = NULL;
 	uint64_t deadline;
 	struct timespec ts;
 	int r;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	deadline = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000 + WAIT_TIMEOUT_USEC;
-	f->changed = true; /* read the current state once: signals may predate the match */
+	/* Signals that arrived while the method call was pending come first... */
+	while ((r = sd_bus_process(bus, NULL)) > 0)
+		;
+	if (r < 0)
+		return fail_bus("Lost the bus connection", NULL, r);
+	/* ...then the current state, in case the match came too late for some. */
+	f->changed = true;
 
 	for (;;) {
 		_cleanup_free_ char *phase = NULL, *state = NULL, *error = NULL;
@@ -220,12 +259,14 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 			(void)get_u32_property(bus, path, UPDATE_IFACE, "Progress", &progress);
 			(void)get_string_property(bus, path, UPDATE_IFACE, "State", &state);
 			(void)get_string_property(bus, path, UPDATE_IFACE, "Error", &error);
-			if (!streq_ptr(phase, last)) {
-				printf("%3u%%  %s\n", progress, phase);
-				fflush(stdout);
-				free(last);
-				last = strdup(phase);
-			}
+			/* Phases that went by during these calls are in the queue:
+			 * print them (in order) before deciding on the polled state. */
+			while ((r = sd_bus_process(bus, NULL)) > 0)
+				;
+			if (r < 0)
+				return fail_bus("Lost the bus connection", NULL, r);
+			if (!f->last_phase)
+				follow_print(f, phase, progress);
 			if (streq_ptr(phase, "handoff-requested")) {
 				printf("kexec requested: the system is now booting the new "
 				       "kernel.\n");
@@ -288,8 +329,12 @@ static int verb_stage(sd_bus *bus, char **args, unsigned n) {
 		return fail_bus("Bad reply", NULL, r);
 	printf("%s\n", id);
 	fflush(stdout);
-	if (arg_wait)
-		return follow_update(bus, path, &f);
+	if (arg_wait) {
+		r = follow_update(bus, path, &f);
+		free(f.result);
+		free(f.last_phase);
+		return r;
+	}
 	return EXIT_OK;
 }
 
@@ -318,6 +363,7 @@ static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 	}
 	ret = follow_update(bus, path, &f);
 	free(f.result);
+	free(f.last_phase);
 	return ret;
 }
 

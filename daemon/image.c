@@ -2,11 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "image.h"
@@ -108,28 +106,42 @@ int image_version_from_file_name(const char *path, char **ret_version) {
 	return 0;
 }
 
-/* Opens path below root refusing symlinks in every component (openat2
- * RESOLVE_NO_SYMLINKS); falls back to O_NOFOLLOW on the last one. */
+/* Opens path (absolute, normalized) below root, refusing a symbolic link in
+ * any component: each directory is opened with O_NOFOLLOW relative to the one
+ * before, so nothing can be swapped in between. -ELOOP for a symlink. */
 static int open_no_symlinks(const char *root, const char *path) {
-	_cleanup_close_ int rfd = -EBADF;
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_IN_ROOT,
-	};
-	_cleanup_free_ char *full = NULL;
-	int fd, r;
+	_cleanup_close_ int dfd = -EBADF;
+	_cleanup_free_ char *copy = strdup(path);
+	char *comp, *next;
+	int fd;
 
-	rfd = open(root ?: "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
+	if (!copy)
+		return -ENOMEM;
+	dfd = open(root ?: "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return -errno;
-	fd = (int)syscall(SYS_openat2, rfd, path + 1, &how, sizeof(how));
-	if (fd >= 0 || errno != ENOSYS)
-		return fd >= 0 ? fd : -errno;
 
-	r = path_prefix_root(root, path, &full);
-	if (r < 0)
-		return r;
-	fd = open(full, (int)how.flags);
+	for (comp = copy + 1;; comp = next) {
+		struct stat st;
+
+		next = strchr(comp, '/');
+		if (!next)
+			break;
+		*next++ = '\0';
+		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			int r = -errno;
+
+			/* A symlink to a directory shows up as ENOTDIR or ELOOP. */
+			if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+			    S_ISLNK(st.st_mode))
+				return -ELOOP;
+			return r;
+		}
+		close(dfd);
+		dfd = fd;
+	}
+	fd = openat(dfd, comp, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
 	return fd >= 0 ? fd : -errno;
 }
 
@@ -164,7 +176,7 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 
 	/* 2. Open without following any symlink, then judge what was opened. */
 	f.fd = open_no_symlinks(rules->root, path);
-	if (f.fd == -ELOOP || f.fd == -EXDEV)
+	if (f.fd == -ELOOP)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_PATH,
 		                         "%s path '%s' contains a symbolic link.", what, path);
 	if (f.fd == -ENOENT || f.fd == -ENOTDIR)

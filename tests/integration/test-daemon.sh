@@ -201,7 +201,8 @@ expect_fail "cancel twice -> BadState" 6 BadState "$CTL" cancel "$ID"
 ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/dev/vda1 ro")
 "$CTL" commit --wait >"$T/commit.out" 2>&1
 check "commit --wait exits 0" test $? -eq 0
-check "commit --wait printed the handoff" grep -q handoff-requested "$T/commit.out"
+sed 's/^/# /' "$T/commit.out"
+check "commit --wait printed each phase in order" test "$(awk '{print $2}' "$T/commit.out" | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
 check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
 check "State is committing" test "$("$CTL" show -p State --value)" = committing
 expect_fail "commit again -> BadState" 6 BadState "$CTL" commit "$ID"
