@@ -25,6 +25,7 @@ typedef struct PendingAuth {
 	Manager *manager;
 	sd_bus_message *message;
 	AuthContinuation cont;
+	bool interactive;
 } PendingAuth;
 
 static void pending_auth_free(PendingAuth *p) {
@@ -86,9 +87,10 @@ static int polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
 	}
 	if (!authorized) {
 		r = sd_bus_error_setf(&error, UPGRADE_ERROR_PERMISSION_DENIED,
-		                      challenge ? "Action %s needs interactive authentication "
-		                                  "(try without --no-ask-password)."
-		                                : "Not authorized for action %s.",
+		                      challenge && !p->interactive
+		                              ? "Action %s needs interactive authentication "
+		                                "(try without --no-ask-password)."
+		                              : "Not authorized for action %s.",
 		                      UPGRADE_POLKIT_ACTION);
 		reply_outcome(p->message, r, &error);
 		goto out;
@@ -113,6 +115,7 @@ static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *q = NULL;
 	PendingAuth *p;
 	const char *sender;
+	bool interactive;
 	uid_t uid;
 	int r;
 
@@ -139,16 +142,14 @@ static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_
 	if (!sender)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_PERMISSION_DENIED,
 		                         "Cannot identify the caller.");
+	interactive = sd_bus_message_get_allow_interactive_authorization(m) > 0;
 	r = sd_bus_message_new_method_call(mgr->bus, &q, POLKIT_NAME, POLKIT_PATH, POLKIT_IFACE,
 	                                   "CheckAuthorization");
 	if (r >= 0)
 		r = sd_bus_message_append(q, "(sa{sv})s", "system-bus-name", 1, "name", "s", sender,
 		                          UPGRADE_POLKIT_ACTION);
 	if (r >= 0)
-		r = sd_bus_message_append(q, "a{ss}us", 0,
-		                          sd_bus_message_get_allow_interactive_authorization(m)
-		                                  ? POLKIT_INTERACTIVE
-		                                  : 0u,
+		r = sd_bus_message_append(q, "a{ss}us", 0, interactive ? POLKIT_INTERACTIVE : 0u,
 		                          "");
 	if (r < 0)
 		return r;
@@ -156,7 +157,10 @@ static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	*p = (PendingAuth){ .manager = mgr, .message = sd_bus_message_ref(m), .cont = cont };
+	*p = (PendingAuth){ .manager = mgr,
+		            .message = sd_bus_message_ref(m),
+		            .cont = cont,
+		            .interactive = interactive };
 	r = sd_bus_call_async(mgr->bus, NULL, q, polkit_reply, p, POLKIT_TIMEOUT_USEC);
 	if (r < 0) {
 		pending_auth_free(p);

@@ -25,13 +25,18 @@ done
 T=$(mktemp -d /tmp/upgraded-it.XXXXXX)
 chmod 755 "$T"
 ROOT=$T/root
-DBUS_PID= DAEMON_PID= MON_PID=
+DBUS_PID= DAEMON_PID= MON_PID= POLKIT_PID=
+POLKIT_ACTION_FILE=/usr/share/polkit-1/actions/org.upgraded.Upgrade1.policy
+POLKIT_RULES_FILE=/etc/polkit-1/rules.d/50-upgraded-integration-test.rules
+created_action=
 failures=0 n=0
 
 cleanup() {
-        for pid in $MON_PID $DAEMON_PID $DBUS_PID; do
+        for pid in $MON_PID $DAEMON_PID $POLKIT_PID $DBUS_PID; do
                 kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
         done
+        rm -f "$POLKIT_RULES_FILE"
+        [ -n "$created_action" ] && rm -f "$POLKIT_ACTION_FILE"
         if [ "$failures" -ne 0 ]; then
                 echo "--- daemon log"; cat "$T"/daemon*.log 2>/dev/null
         fi
@@ -89,7 +94,10 @@ cp "$ROOT$KERNEL" "$ROOT/boot/vmlinuz-user" && chmod 0644 "$ROOT/boot/vmlinuz-us
 id "$TEST_USER" >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin "$TEST_USER"
 chown "$TEST_USER" "$ROOT/boot/vmlinuz-user"
 
-sed -e "s|@SOCKET@|$T/bus|" -e "s|@POLICY@|$POLICY|" "$BUS_CONF_IN" >"$T/bus.conf"
+# polkitd (as user polkitd) may own its name on this bus; everyone may ask it.
+sed -e "s|@SOCKET@|$T/bus|" -e "s|@POLICY@|$POLICY|" \
+    -e 's|</busconfig>|<policy user="polkitd"><allow own="org.freedesktop.PolicyKit1"/></policy><policy context="default"><allow send_destination="org.freedesktop.PolicyKit1"/></policy></busconfig>|' \
+    "$BUS_CONF_IN" >"$T/bus.conf"
 dbus-daemon --config-file="$T/bus.conf" --nofork --print-address=3 3>"$T/address" 2>"$T/dbus.log" &
 DBUS_PID=$!
 for _ in $(seq 50); do [ -s "$T/address" ] && break; sleep 0.1; done
@@ -236,6 +244,40 @@ check "image unloaded after the rollback" bash -c "python3 -c 'import json,sys; 
 check "failure report validates" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID2.json"
 check "list shows three updates" test "$("$CTL" list --json | json_get '.__len__()')" = 3
 stop_daemon
+
+# ---- a real polkit: a rule grants the test user the action, nobody else ----
+if [ -x /usr/lib/polkit-1/polkitd ] && id polkitd >/dev/null 2>&1; then
+        check "daemon for the polkit checks" start_daemon polkit --backend=record --kexec-trigger=record
+        if [ ! -e "$POLKIT_ACTION_FILE" ]; then
+                cp "$(dirname "$POLICY")/org.upgraded.Upgrade1.policy" "$POLKIT_ACTION_FILE"
+                created_action=1
+        fi
+        cat >"$POLKIT_RULES_FILE" <<RULES
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.upgraded.Upgrade1.manage" && subject.user == "$TEST_USER")
+                return polkit.Result.YES;
+});
+RULES
+        /usr/lib/polkit-1/polkitd --no-debug >"$T/polkit.log" 2>&1 &
+        POLKIT_PID=$!
+        for _ in $(seq 50); do
+                "${BUSCTL[@]}" status org.freedesktop.PolicyKit1 >/dev/null 2>&1 && break
+                sleep 0.1
+        done
+        D1=$(describe)
+        expect_fail "polkit: nobody without a password -> PermissionDenied" 4 "needs interactive authentication" \
+                setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" --no-ask-password stage "$KERNEL"
+        expect_fail "polkit: nobody, no agent -> PermissionDenied" 4 "Not authorized" \
+                setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" stage "$KERNEL"
+        check "polkit: refusals changed nothing" test "$(describe)" = "$D1"
+        ID3=$(as_user "$CTL" --no-ask-password stage "$KERNEL")
+        check "polkit: authorized user stages" grep -qE '^[0-9a-f]{16}$' <<<"$ID3"
+        check "polkit: authorized user cancels" as_user "$CTL" --no-ask-password cancel "$ID3"
+        kill "$POLKIT_PID"; wait "$POLKIT_PID" 2>/dev/null; POLKIT_PID=
+        stop_daemon
+else
+        echo "# polkitd not installed: real polkit checks skipped"
+fi
 
 # ---- signals seen on the bus ----
 kill "$MON_PID" 2>/dev/null; wait "$MON_PID" 2>/dev/null; MON_PID=
