@@ -785,6 +785,12 @@ static int handler(void *userdata, const char *section, const char *key, const c
 		return 1;
 	if (streq(section, BLANK_SECTION_NAME))
 		return 1; /* below a broken section header, already reported */
+	/* names end up in messages printed to terminals: no control characters */
+	if (string_has_cc(section))
+		return context_section_error(c, section,
+		                             "Section name contains control characters");
+	if (string_has_cc(key))
+		return context_error(c, "Key name contains control characters");
 	if (section[0] == '\0')
 		return context_error(c, "%s= is outside of any section", key);
 	if (strlen(section) >= SECTION_NAME_MAX)

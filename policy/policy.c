@@ -625,3 +625,117 @@ int policy_verdict_to_json(const PolicyVerdict *v, json_object **ret) {
 		return -ENOMEM;
 	return json_finish(o, &v->reasons, ret);
 }
+
+/* ---------- the policy itself ---------- */
+
+static json_object *json_strv(char *const *l) {
+	json_object *a = json_object_new_array();
+
+	for (char *const *i = l; a && i && *i; i++) {
+		json_object *v = json_object_new_string(*i);
+
+		if (!v || json_object_array_add(a, v) < 0) {
+			json_object_put(v);
+			json_object_put(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_object *json_limit(uint64_t v) {
+	return v == UINT64_MAX ? json_object_new_string("infinity") : json_object_new_uint64(v);
+}
+
+static json_object *json_window(const PolicyWindow *w) {
+	static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	char buf[64];
+	size_t n = 0;
+
+	if (!w->set)
+		return json_object_new_string("");
+	for (int d = 1; d <= 7; d++) /* Monday first, as people write it */
+		if (w->days & (1u << (d % 7)))
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? "," : "",
+			                      days[d % 7]);
+	snprintf(buf + n, sizeof(buf) - n, " %02u:%02u-%02u:%02u", w->start / 60, w->start % 60,
+	         w->end == 0 ? 24 : w->end / 60, w->end % 60);
+	return json_object_new_string(buf);
+}
+
+static int rule_to_json(const PolicyVmRule *r, json_object **ret) {
+	_cleanup_json_ json_object *o = json_object_new_object();
+
+	if (!o || json_add(o, "name", json_object_new_string(r->name)) < 0 ||
+	    json_add(o, "match_name", json_strv(r->name_globs)) < 0 ||
+	    json_add(o, "match_metadata", json_strv(r->metadata)) < 0 ||
+	    json_add(o, "strategy",
+	             json_object_new_string(policy_vm_strategy_to_string(r->strategy))) < 0)
+		return -ENOMEM;
+	/* no condition: null */
+	if ((r->memory_above == UINT64_MAX
+	             ? json_object_object_add(o, "memory_above", NULL)
+	             : json_add(o, "memory_above", json_object_new_uint64(r->memory_above))) < 0 ||
+	    (r->memory_below == UINT64_MAX
+	             ? json_object_object_add(o, "memory_below", NULL)
+	             : json_add(o, "memory_below", json_object_new_uint64(r->memory_below))) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(o);
+	return 0;
+}
+
+int policy_to_json(const Policy *p, json_object **ret) {
+	_cleanup_json_ json_object *o = NULL, *h = NULL, *paths = NULL, *c = NULL, *vm = NULL,
+	                           *rules = NULL;
+	char taint[32], margin[32];
+
+	if (!p || !ret)
+		return -EINVAL;
+	o = json_object_new_object();
+	h = json_object_new_object();
+	paths = json_object_new_object();
+	c = json_object_new_object();
+	vm = json_object_new_object();
+	rules = json_object_new_array();
+	if (!o || !h || !paths || !c || !vm || !rules)
+		return -ENOMEM;
+	if (p->margin_is_percent)
+		snprintf(margin, sizeof(margin), "%" PRIu64 "%%", p->free_space_margin);
+	else
+		snprintf(margin, sizeof(margin), "%" PRIu64, p->free_space_margin);
+
+	if (json_add(h, "mode", json_object_new_string(policy_handoff_mode_to_string(p->mode))) <
+	            0 ||
+	    json_add(h, "allow_fast", json_object_new_boolean(p->allow_fast)) < 0 ||
+	    json_add(h, "allow_taint",
+	             json_object_new_string(policy_taint_to_string(p->allow_taint, taint))) < 0 ||
+	    json_add(paths, "allowed_roots", json_strv(p->allowed_roots)) < 0 ||
+	    json_add(c, "maintenance_window", json_window(&p->window)) < 0 ||
+	    json_add(c, "max_vms", json_limit(p->max_vms)) < 0 ||
+	    json_add(c, "max_vm_memory", json_limit(p->max_vm_memory)) < 0 ||
+	    json_add(c, "checkpoint_dir", json_object_new_string(p->checkpoint_dir)) < 0 ||
+	    json_add(c, "free_space_margin", json_object_new_string(margin)) < 0 ||
+	    json_add(vm, "default_strategy",
+	             json_object_new_string(policy_vm_strategy_to_string(p->default_strategy))) <
+	            0 ||
+	    json_add(vm, "shutdown_timeout_sec",
+	             json_object_new_uint64(p->shutdown_timeout_usec / 1000000)) < 0 ||
+	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		json_object *r = NULL;
+
+		if (rule_to_json(&p->rules[i], &r) < 0)
+			return -ENOMEM;
+		if (json_object_array_add(rules, r) < 0) {
+			json_object_put(r);
+			return -ENOMEM;
+		}
+	}
+	if (json_add(o, "handoff", TAKE_PTR(h)) < 0 || json_add(o, "paths", TAKE_PTR(paths)) < 0 ||
+	    json_add(o, "commit", TAKE_PTR(c)) < 0 || json_add(o, "vm", TAKE_PTR(vm)) < 0 ||
+	    json_add(o, "rules", TAKE_PTR(rules)) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(o);
+	return 0;
+}

@@ -131,6 +131,11 @@ typedef struct Policy {
 	size_t n_rules;
 } Policy;
 
+/* The effective settings as JSON, for Describe() and `upgradectl status`:
+ * {"handoff":{"mode":..,"allow_fast":..,"allow_taint":".."},"paths":{...},
+ *  "commit":{...},"vm":{...},"rules":[{"name":..,...}]}; "infinity" for no limit. */
+int policy_to_json(const Policy *p, json_object **ret);
+
 /* ---------- configuration errors ---------- */
 
 typedef struct PolicyError {

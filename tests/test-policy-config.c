@@ -233,6 +233,9 @@ static void test_errors_table(void **state) {
 		{ "[VMRule:0123456789012345678901234567890123456789x]\nName=x\nStrategy=pause\n", 2,
 		  "too long" },
 		{ "[Handoff]\nMode=fast\x01\n", 2, "control characters" },
+		{ "[Handoff]\nMo\x1b[31mde=fast\n", 2, "Key name contains control characters" },
+		{ "[Hand\x1b[0moff]\nMode=fast\nAllowFast=no\n", 2,
+		  "Section name contains control" },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

@@ -768,6 +768,36 @@ static void test_vm_and_verdict_json(void **state) {
 	policy_vm_decision_done(&d);
 }
 
+static void test_policy_json(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Handoff]\nAllowTaint=O E\n"
+	                                                "[Commit]\nMaintenanceWindow=Sat,Sun,Mon "
+	                                                "22:00-24:00\nMaxVMs=4\n"
+	                                                "FreeSpaceMargin=1G\n"
+	                                                "[VMRule:r]\nName=a*\nStrategy=pause\n");
+	_cleanup_(policy_freep) Policy *d = policy_from("");
+	json_object *j = NULL;
+
+	assert_int_equal(policy_to_json(p, &j), 0);
+	assert_string_equal(
+	        json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
+	                                                  JSON_C_TO_STRING_NOSLASHESCAPE),
+	        "{\"handoff\":{\"mode\":\"auto\",\"allow_fast\":false,\"allow_taint\":\"OE\"},"
+	        "\"paths\":{\"allowed_roots\":[\"/boot\",\"/var/lib/upgraded/images\"]},"
+	        "\"commit\":{\"maintenance_window\":\"Mon,Sat,Sun 22:00-24:00\",\"max_vms\":4,"
+	        "\"max_vm_memory\":\"infinity\",\"checkpoint_dir\":\"/var/lib/upgraded/"
+	        "checkpoints\","
+	        "\"free_space_margin\":\"1073741824\"},"
+	        "\"vm\":{\"default_strategy\":\"checkpoint\",\"shutdown_timeout_sec\":120,"
+	        "\"save_parallel\":2},"
+	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
+	        "\"strategy\":\"pause\",\"memory_above\":null,\"memory_below\":null}]}");
+	json_object_put(j);
+	assert_int_equal(policy_to_json(d, &j), 0);
+	assert_non_null(strstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+	                       "\"maintenance_window\":\"\",\"max_vms\":\"infinity\""));
+	json_object_put(j);
+}
+
 static void test_names(void **state) {
 	for (int i = 0; i < _POLICY_HANDOFF_MODE_MAX; i++)
 		assert_int_equal(policy_handoff_mode_from_string(policy_handoff_mode_to_string(i)),
@@ -797,6 +827,7 @@ int main(void) {
 		cmocka_unit_test(test_commit_margin_bytes_and_no_window),
 		cmocka_unit_test(test_reasons_json_and_text),
 		cmocka_unit_test(test_vm_and_verdict_json),
+		cmocka_unit_test(test_policy_json),
 		cmocka_unit_test(test_names),
 	};
 
