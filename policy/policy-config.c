@@ -28,7 +28,6 @@
 /* A line inih cannot deliver is replaced with one of these. */
 #define BLANK_LINE          "\n"
 #define BLANK_SECTION       "[#invalid]\n"
-#define BLANK_SECTION_NAME  "#invalid"
 
 /* One assignment already made in the current file: duplicates are errors. */
 typedef struct Seen {
@@ -47,8 +46,9 @@ typedef struct ParseContext {
 	const char *data;
 	size_t size, pos;
 	unsigned line;
-	bool report;         /* final pass: report reader-level problems */
-	unsigned *bad_lines; /* sorted: lines inih rejected */
+	bool report;            /* final pass: report reader-level problems */
+	bool in_broken_section; /* the last section header was replaced by BLANK_SECTION */
+	unsigned *bad_lines;    /* sorted: lines inih rejected */
 	size_t n_bad_lines;
 
 	Seen *seen;
@@ -354,8 +354,6 @@ int policy_parse_window(const char *s, PolicyWindow *ret) {
 		return -EINVAL;
 	if (start >= 24 * 60)
 		return -EINVAL; /* 24:00 only ends a window */
-	if (end == 24 * 60)
-		end = 0;
 	if (start == end)
 		return -EINVAL; /* empty window: use no window instead */
 	w.start = start;
@@ -371,9 +369,8 @@ bool policy_window_contains(const PolicyWindow *w, int wday, unsigned minute) {
 		return true;
 	if (wday < 0 || wday > 6 || minute >= 24 * 60)
 		return false;
-	if (w->end == 0 || w->start < w->end) /* within one day ("22:00-24:00" too) */
-		return (w->days & (1u << wday)) && minute >= w->start &&
-		       (w->end == 0 || minute < w->end);
+	if (w->start < w->end) /* within one day ("22:00-24:00" too) */
+		return (w->days & (1u << wday)) && minute >= w->start && minute < w->end;
 	/* wraps past midnight: belongs to the day it started */
 	return ((w->days & (1u << wday)) && minute >= w->start) ||
 	       ((w->days & (1u << yesterday)) && minute < w->end);
@@ -783,7 +780,7 @@ static int handler(void *userdata, const char *section, const char *key, const c
 
 	if (c->oom)
 		return 1;
-	if (streq(section, BLANK_SECTION_NAME))
+	if (c->in_broken_section)
 		return 1; /* below a broken section header, already reported */
 	/* names end up in messages printed to terminals: no control characters */
 	if (string_has_cc(section))
@@ -878,7 +875,10 @@ static char *reader(char *str, int num, void *stream) {
 		s++;
 		n--;
 	}
+	/* libinih takes every line starting with '[' as a section header */
 	section = n > 0 && *s == '[';
+	if (section)
+		c->in_broken_section = false;
 
 	if (context_line_is_bad(c, c->line)) {
 		if (section)
@@ -896,12 +896,15 @@ static char *reader(char *str, int num, void *stream) {
 	}
 	/* libinih's buffer holds INI_MAX_LINE bytes, more than either replacement */
 	strcpy(str, section ? BLANK_SECTION : BLANK_LINE);
+	if (section)
+		c->in_broken_section = true; /* and it still ends the previous section */
 	return str;
 }
 
 static void context_rewind(ParseContext *c) {
 	c->pos = 0;
 	c->line = 0;
+	c->in_broken_section = false;
 }
 
 static int context_mark_bad(ParseContext *c, unsigned line) {

@@ -659,7 +659,7 @@ static json_object *json_window(const PolicyWindow *w) {
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? "," : "",
 			                      days[d % 7]);
 	snprintf(buf + n, sizeof(buf) - n, " %02u:%02u-%02u:%02u", w->start / 60, w->start % 60,
-	         w->end == 0 ? 24 : w->end / 60, w->end % 60);
+	         w->end / 60, w->end % 60);
 	return json_object_new_string(buf);
 }
 

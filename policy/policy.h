@@ -95,13 +95,13 @@ typedef struct PolicyVmRule {
 	unsigned line;
 } PolicyVmRule;
 
-/* A time window "DAYS HH:MM-HH:MM"; end < start wraps past midnight and belongs
+/* A time window "DAYS HH:MM-HH:MM"; end <= start wraps past midnight and belongs
  * to the day it started. */
 typedef struct PolicyWindow {
 	bool set;       /* false: commits are allowed at any time */
 	uint8_t days;   /* bit 0 = Sunday ... bit 6 = Saturday */
 	unsigned start; /* minutes since midnight */
-	unsigned end;   /* minutes since midnight, exclusive */
+	unsigned end;   /* minutes since midnight, exclusive; 1440 for "24:00" */
 } PolicyWindow;
 
 /* The loaded configuration. Read its fields; do not modify them. */

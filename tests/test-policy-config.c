@@ -195,6 +195,8 @@ static void test_errors_table(void **state) {
 		{ "[Handoff]\nthis is garbage\n", 2,
 		  "Expected KEY=VALUE, [Section], or a comment" },
 		{ "[Handoff\nMode=fast\n", 1, "Invalid section header" },
+		{ "[Handoff\nBogus=1\n[VM]\nSaveParallel=2\n", 1, "Invalid section header" },
+		{ "[#invalid]\nMode=fast\n", 2, "Unknown section [#invalid]" },
 		{ "[Handoff]\n=fast\n", 2, "Assignment without a key" },
 		{ "[Paths]\nAllowedRoots=boot\n", 2, "'boot' is not a normalized absolute path" },
 		{ "[Paths]\nAllowedRoots=/boot/../etc\n", 2, "not a normalized" },
@@ -414,6 +416,11 @@ static void test_window(void **state) {
 		{ "03:00-04:00", 2, 3, 30, true },
 		{ "22:00-24:00", 2, 23, 59, true },
 		{ "22:00-24:00", 3, 0, 0, false },
+		{ "Sat,Sun 00:00-24:00", 6, 0, 0, true },
+		{ "Sat,Sun 00:00-24:00", 0, 23, 59, true },
+		{ "Sat,Sun 00:00-24:00", 1, 0, 0, false },
+		{ "Sun 22:00-00:00", 0, 23, 59, true },
+		{ "Sun 22:00-00:00", 1, 0, 0, false },
 	};
 	static const char *const bad[] = {
 		"",
