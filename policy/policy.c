@@ -191,15 +191,16 @@ void policy_handoff_decision_done(HandoffDecision *d) {
 }
 
 /*
- * The safety conditions for skipping purgatory's SHA-256 check. Integrity
- * conditions (is the image in memory the one that was staged?) block fast in
- * every mode; health conditions (is this machine in a state where memory can be
- * trusted?) block it under Mode=auto and are warnings under Mode=fast, which is
- * the operator accepting that risk explicitly.
+ * The safety conditions for skipping purgatory's SHA-256 check. Anything known
+ * to be wrong blocks fast in every mode: the image is not the staged one, memory
+ * or machine-check errors were logged, devices may DMA into the new kernel, the
+ * kernel is tainted. A health fact the daemon could not establish (no EDAC
+ * driver, unreadable counters) blocks it under Mode=auto and is only a warning
+ * under Mode=fast: the operator vouches for what this host cannot measure.
  */
 static int handoff_conditions(const Policy *p, const HandoffFacts *f, PolicyReasons *r) {
-	PolicyReasonSeverity health = p->mode == POLICY_HANDOFF_MODE_FAST ? POLICY_REASON_WARNING
-	                                                                  : POLICY_REASON_BLOCKING;
+	PolicyReasonSeverity unknown = p->mode == POLICY_HANDOFF_MODE_FAST ? POLICY_REASON_WARNING
+	                                                                   : POLICY_REASON_BLOCKING;
 	uint64_t taint;
 	char buf[32];
 
@@ -225,36 +226,36 @@ static int handoff_conditions(const Policy *p, const HandoffFacts *f, PolicyReas
 		return -ENOMEM;
 
 	if (!f->have_mce) {
-		if (policy_reasons_add(r, "mce-unknown", health,
+		if (policy_reasons_add(r, "mce-unknown", unknown,
 		                       "The machine-check error count since boot is unknown") < 0)
 			return -ENOMEM;
 	} else if (f->mce_errors > 0 &&
-	           policy_reasons_add(r, "mce-errors", health,
+	           policy_reasons_add(r, "mce-errors", POLICY_REASON_BLOCKING,
 	                              "%" PRIu64 " machine-check error%s logged since boot",
 	                              f->mce_errors, f->mce_errors == 1 ? "" : "s") < 0)
 		return -ENOMEM;
 	if (!f->have_edac) {
-		if (policy_reasons_add(r, "edac-unknown", health,
+		if (policy_reasons_add(r, "edac-unknown", unknown,
 		                       "The EDAC memory error count since boot is unknown") < 0)
 			return -ENOMEM;
 	} else if (f->edac_errors > 0 &&
-	           policy_reasons_add(r, "memory-errors", health,
+	           policy_reasons_add(r, "memory-errors", POLICY_REASON_BLOCKING,
 	                              "%" PRIu64 " memory error%s (EDAC) logged since boot",
 	                              f->edac_errors, f->edac_errors == 1 ? "" : "s") < 0)
 		return -ENOMEM;
 	if (!f->iommu_enabled && !f->dma_quiesced &&
-	    policy_reasons_add(r, "iommu-off", health,
+	    policy_reasons_add(r, "iommu-off", POLICY_REASON_BLOCKING,
 	                       "The IOMMU is off and not every DMA-capable device is quiesced: a "
 	                       "device could write into the new kernel") < 0)
 		return -ENOMEM;
 	if (!f->have_taint) {
-		if (policy_reasons_add(r, "taint-unknown", health, "The kernel taint is unknown") <
+		if (policy_reasons_add(r, "taint-unknown", unknown, "The kernel taint is unknown") <
 		    0)
 			return -ENOMEM;
 	} else {
 		taint = f->taint & ~p->allow_taint;
 		if (taint != 0 &&
-		    policy_reasons_add(r, "taint", health,
+		    policy_reasons_add(r, "taint", POLICY_REASON_BLOCKING,
 		                       "The kernel is tainted (%s, value %" PRIu64
 		                       "); allow flags with [Handoff] AllowTaint=",
 		                       policy_taint_to_string(taint, buf), f->taint) < 0)
@@ -307,7 +308,7 @@ int policy_decide_handoff(const Policy *p, const HandoffFacts *facts, HandoffDec
 		            POLICY_REASON_INFO,
 		            p->mode == POLICY_HANDOFF_MODE_AUTO
 		                    ? "Every safety condition for a fast handoff holds"
-		                    : "[Handoff] Mode=fast and the staged image is intact") < 0)
+		                    : "[Handoff] Mode=fast and nothing known blocks it") < 0)
 			goto oom;
 	}
 	*ret = d;

@@ -61,7 +61,7 @@
 
 typedef enum PolicyHandoffMode {
 	POLICY_HANDOFF_MODE_VERIFIED, /* purgatory always checks every segment's SHA-256 */
-	POLICY_HANDOFF_MODE_FAST,     /* skip the check when allowed and the image is intact */
+	POLICY_HANDOFF_MODE_FAST,     /* like auto, but unmeasurable health facts only warn */
 	POLICY_HANDOFF_MODE_AUTO,     /* fast only when every safety condition holds */
 	_POLICY_HANDOFF_MODE_MAX,
 } PolicyHandoffMode;
