@@ -967,9 +967,9 @@ int policy_parse_buffer(Policy *p, const char *file, const char *data, size_t si
 		r = -ENOMEM;
 		goto out;
 	}
-	if (too_many &&
-	    policy_errors_add(c.errors, file, 0,
-	                      "Too many syntax errors, the rest of the file is ignored") < 0) {
+	if (too_many && policy_errors_add(c.errors, file, 0,
+	                                  "Too many syntax errors: only the first %d are reported",
+	                                  POLICY_MAX_SYNTAX_ERRORS) < 0) {
 		r = -ENOMEM;
 		goto out;
 	}

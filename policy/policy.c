@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path-util.h"
 #include "policy-internal.h"
 
 /* ---------- names ---------- */
@@ -628,6 +629,10 @@ int policy_verdict_to_json(const PolicyVerdict *v, json_object **ret) {
 }
 
 /* ---------- the policy itself ---------- */
+
+bool policy_path_allowed(const Policy *p, const char *path) {
+	return p && path && path_is_below_any(path, p->allowed_roots);
+}
 
 static json_object *json_strv(char *const *l) {
 	json_object *a = json_object_new_array();

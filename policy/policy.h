@@ -39,7 +39,11 @@
  *
  *   4. Show. policy_reasons_to_json() / policy_*_to_json() for Describe() and the
  *      downtime report; policy_reasons_format() for `upgradectl commit --dry-run`
- *      and `upgradectl status`.
+ *      and `upgradectl status`; policy_to_json() for the effective settings.
+ *
+ *   Staging: policy_path_allowed(p, resolved_path) before accepting a kernel or
+ *   initrd; the Policy fields (checkpoint_dir, save_parallel,
+ *   shutdown_timeout_usec) are read directly.
  *
  *   5. Free: policy_free(), policy_handoff_decision_done(), policy_vm_decision_done(),
  *      policy_verdict_done(), policy_errors_done(). All accept zeroed structs.
@@ -135,6 +139,11 @@ typedef struct Policy {
  * {"handoff":{"mode":..,"allow_fast":..,"allow_taint":".."},"paths":{...},
  *  "commit":{...},"vm":{...},"rules":[{"name":..,...}]}; "infinity" for no limit. */
 int policy_to_json(const Policy *p, json_object **ret);
+
+/* True when path (absolute, normalized; the caller resolves symlinks first, e.g.
+ * with realpath()) is one of [Paths] AllowedRoots= or below one of them. For
+ * `upgradectl stage`: anything else is refused. */
+bool policy_path_allowed(const Policy *p, const char *path);
 
 /* ---------- configuration errors ---------- */
 

@@ -109,31 +109,42 @@ static void test_handoff_panic_always_verified(void **state) {
 }
 
 static void test_handoff_panic_verified_from_config(void **state) {
-	/* the most permissive configurations that parse */
-	static const char *const configs[] = {
-		"[Handoff]\nMode=fast\nAllowFast=yes\nAllowTaint=PFSRMBUDAWCIOELKXTN\n",
-		"[Handoff]\nMode=auto\nAllowFast=yes\n",
-		"[Handoff]\nMode=fast\nAllowFast=yes\nMode=\n",
-	};
+	/* every [Handoff] file the parser accepts for these keys, through the parser,
+	 * against every combination of facts */
+	static const char *const modes[] = { "", "Mode=verified\n", "Mode=fast\n", "Mode=auto\n",
+		                             "Mode=\n" };
+	static const char *const allow[] = { "", "AllowFast=yes\n", "AllowFast=no\n" };
+	static const char *const taint[] = { "", "AllowTaint=PFSRMBUDAWCIOELKXTN\n" };
+	unsigned n_fast_without_panic = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(configs); i++) {
-		_cleanup_(policy_freep) Policy *p = NULL;
-		HandoffFacts f = all_safe;
-		HandoffDecision d = {};
+	for (size_t m = 0; m < ELEMENTSOF(modes); m++)
+		for (size_t a = 0; a < ELEMENTSOF(allow); a++)
+			for (size_t t = 0; t < ELEMENTSOF(taint); t++) {
+				_cleanup_(policy_freep) Policy *p = NULL;
+				_cleanup_free_ char *text = NULL;
 
-		if (i == 2)
-			continue; /* duplicate Mode= is an error; covered in test-policy-config */
-		p = policy_from(configs[i]);
-		f.panic_image = true;
-		assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-		assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
-		policy_handoff_decision_done(&d);
-		/* and the same facts without the panic flag do go fast */
-		f.panic_image = false;
-		assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-		assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
-		policy_handoff_decision_done(&d);
-	}
+				assert_true(asprintf(&text, "[Handoff]\n%s%s%s", modes[m], allow[a],
+				                     taint[t]) > 0);
+				p = policy_from(text);
+				for (unsigned bits = 0; bits < (1u << N_FACT_BITS); bits++) {
+					HandoffFacts f = facts_from_bits(bits, true);
+					HandoffDecision d = {};
+
+					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+					assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+					assert_int_equal(d.reasons.n, 1);
+					assert_string_equal(d.reasons.items[0].code,
+					                    "panic-always-verified");
+					policy_handoff_decision_done(&d);
+
+					/* the same facts for the planned image do go fast sometimes */
+					f.panic_image = false;
+					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+					n_fast_without_panic += d.handoff == POLICY_HANDOFF_FAST;
+					policy_handoff_decision_done(&d);
+				}
+			}
+	assert_true(n_fast_without_panic > 0);
 }
 
 static void test_handoff_every_combination(void **state) {
@@ -802,6 +813,22 @@ static void test_policy_json(void **state) {
 	json_object_put(j);
 }
 
+static void test_path_allowed(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Paths]\nAllowedRoots=/srv/k\n");
+
+	assert_true(policy_path_allowed(p, "/boot/vmlinuz-6.1.0-57-cloud-amd64"));
+	assert_true(policy_path_allowed(p, "/var/lib/upgraded/images/a/b"));
+	assert_true(policy_path_allowed(p, "/srv/k/vmlinuz"));
+	assert_true(policy_path_allowed(p, "/srv/k"));
+	assert_false(policy_path_allowed(p, "/srv/kernels/vmlinuz"));
+	assert_false(policy_path_allowed(p, "/boot/../etc/shadow"));
+	assert_false(policy_path_allowed(p, "boot/vmlinuz"));
+	assert_false(policy_path_allowed(p, "/bootx/vmlinuz"));
+	assert_false(policy_path_allowed(p, "/"));
+	assert_false(policy_path_allowed(p, NULL));
+	assert_false(policy_path_allowed(NULL, "/boot/x"));
+}
+
 static void test_names(void **state) {
 	for (int i = 0; i < _POLICY_HANDOFF_MODE_MAX; i++)
 		assert_int_equal(policy_handoff_mode_from_string(policy_handoff_mode_to_string(i)),
@@ -832,6 +859,7 @@ int main(void) {
 		cmocka_unit_test(test_reasons_json_and_text),
 		cmocka_unit_test(test_vm_and_verdict_json),
 		cmocka_unit_test(test_policy_json),
+		cmocka_unit_test(test_path_allowed),
 		cmocka_unit_test(test_names),
 	};
 
