@@ -170,6 +170,40 @@ int policy_reasons_format(const PolicyReasons *r, const char *prefix, FILE *out)
 	return 0;
 }
 
+static const char *json_get_string(json_object *o, const char *key) {
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int policy_reasons_format_json(json_object *reasons, const char *prefix, FILE *out) {
+	size_t n;
+
+	if (!out)
+		return -EINVAL;
+	if (!json_object_is_type(reasons, json_type_array))
+		return -EBADMSG;
+	n = json_object_array_length(reasons);
+	/* check all before printing any, so bad input prints nothing */
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(reasons, i);
+
+		if (!json_object_is_type(o, json_type_object) || !json_get_string(o, "code") ||
+		    !json_get_string(o, "text") || !json_get_string(o, "severity"))
+			return -EBADMSG;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(reasons, i);
+
+		if (fprintf(out, "%s%s: %s: %s\n", strempty(prefix), json_get_string(o, "severity"),
+		            json_get_string(o, "code"), json_get_string(o, "text")) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
 /* {"<name>": <value>, ..., "reasons": [...]}: the common tail of every decision. */
 static int json_finish(json_object *o, const PolicyReasons *r, json_object **ret) {
 	json_object *reasons = NULL;

@@ -229,6 +229,9 @@ bool policy_reasons_has(const PolicyReasons *r, const char *code);
 int policy_reasons_to_json(const PolicyReasons *r, json_object **ret);
 /* One line per reason: "<prefix><severity>: <code>: <text>\n". */
 int policy_reasons_format(const PolicyReasons *r, const char *prefix, FILE *out);
+/* The same lines from the JSON array policy_reasons_to_json() made, e.g. as
+ * received over D-Bus by upgradectl. -EBADMSG if it is not such an array. */
+int policy_reasons_format_json(json_object *reasons, const char *prefix, FILE *out);
 
 /* ---------- handoff ---------- */
 

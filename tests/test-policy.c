@@ -741,6 +741,27 @@ static void test_reasons_json_and_text(void **state) {
 	                          "is unknown\n"
 	                          "  info: mode-fast: [Handoff] Mode=fast and nothing known blocks "
 	                          "it\n");
+
+	/* the JSON form, as upgradectl receives it, formats to the same text */
+	{
+		_cleanup_free_ char *text2 = NULL;
+		json_object *rj = NULL, *bad;
+
+		assert_int_equal(policy_reasons_to_json(&d.reasons, &rj), 0);
+		out = open_memstream(&text2, &size);
+		assert_int_equal(policy_reasons_format_json(rj, "  ", out), 0);
+		fclose(out);
+		assert_string_equal(text2, text);
+		json_object_put(rj);
+
+		bad = json_tokener_parse("[{\"code\":\"x\",\"severity\":\"info\"}]");
+		assert_int_equal(policy_reasons_format_json(bad, "", stdout), -EBADMSG);
+		json_object_put(bad);
+		bad = json_tokener_parse("{\"code\":\"x\"}");
+		assert_int_equal(policy_reasons_format_json(bad, "", stdout), -EBADMSG);
+		json_object_put(bad);
+		assert_int_equal(policy_reasons_format_json(NULL, "", stdout), -EBADMSG);
+	}
 	policy_handoff_decision_done(&d);
 }
 
