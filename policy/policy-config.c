@@ -838,6 +838,22 @@ static bool context_line_is_bad(const ParseContext *c, unsigned line) {
 	return false;
 }
 
+/* libinih silently drops what follows "]" on a section line ("[Handoff] Mode=fast"):
+ * only blanks and a comment may follow. */
+static bool section_has_trailing_text(const char *s, size_t n) {
+	const char *end = memchr(s, ']', n);
+
+	if (!end)
+		return false; /* libinih rejects the line itself */
+	for (const char *t = end + 1; t < s + n; t++) {
+		if (*t == ';' || *t == '#')
+			return false;
+		if (!isspace((unsigned char)*t))
+			return true;
+	}
+	return false;
+}
+
 static void reader_report(ParseContext *c, const char *fmt, ...) _printf_(2, 3);
 static void reader_report(ParseContext *c, const char *fmt, ...) {
 	va_list ap;
@@ -889,6 +905,8 @@ static char *reader(char *str, int num, void *stream) {
 		reader_report(c, "Line contains a NUL byte");
 	else if (num < 2 || n > (size_t)num - 1)
 		reader_report(c, "Line is too long (at most %d characters)", num - 2);
+	else if (section && section_has_trailing_text(s, n))
+		reader_report(c, "Unexpected text after the section header");
 	else {
 		memcpy(str, s, n);
 		str[n] = '\0';
