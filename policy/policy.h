@@ -39,7 +39,8 @@
  *
  *   4. Show. policy_reasons_to_json() / policy_*_to_json() for Describe() and the
  *      downtime report; policy_reasons_format() for `upgradectl commit --dry-run`
- *      and `upgradectl status`; policy_to_json() for the effective settings.
+ *      and `upgradectl status` (policy_reasons_format_json() when the CLI has the
+ *      JSON from D-Bus); policy_to_json() for the effective settings.
  *
  *   Staging: policy_path_allowed(p, resolved_path) before accepting a kernel or
  *   initrd; the Policy fields (checkpoint_dir, save_parallel,
@@ -269,11 +270,13 @@ typedef struct PolicyMetadata {
 
 typedef struct VmFacts {
 	const char *name;
-	uint64_t memory_bytes;          /* current guest memory */
-	bool has_hostdev;               /* a passed-through host device (PCI/USB/mdev) */
-	bool persistent;                /* defined domain (a transient one vanishes on shutdown) */
-	bool memory_preserved;          /* this kernel pair keeps guest memory across kexec */
-	const PolicyMetadata *metadata; /* the domain's upgraded metadata entries */
+	uint64_t memory_bytes; /* current guest memory */
+	bool has_hostdev;      /* a passed-through host device (PCI/USB/mdev) */
+	bool persistent;       /* defined domain (a transient one vanishes on shutdown) */
+	bool memory_preserved; /* this kernel pair keeps guest memory across kexec */
+	/* the domain's upgraded metadata: children of <metadata> in the XML namespace
+	 * urn:upgraded:policy:1, element name = key, text = value (docs/policy.md) */
+	const PolicyMetadata *metadata;
 	size_t n_metadata;
 } VmFacts;
 
