@@ -202,12 +202,15 @@ static int run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 			VmJob *j = &jobs[next++];
 			int k;
 
+			bool changed = j->result->outcome != j->start_outcome;
+
 			j->runner = run;
 			j->result->outcome = j->start_outcome;
 			if (j->timeout)
 				j->deadline = vm_now(CLOCK_MONOTONIC) + j->timeout;
 			pthread_mutex_unlock(&run->lock);
-			report(run, j->result);
+			if (changed)
+				report(run, j->result);
 			k = pthread_create(&j->thread, NULL, job_thread, j);
 			if (k != 0) {
 				(void)fail(j->result, -k, "cannot start a worker thread: %s",
