@@ -579,7 +579,7 @@ static const char *first_error(const VmResults *results, char **buf) {
 }
 
 int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, void *userdata,
-                      VmResults **ret) {
+                      VmResults **ret_results) {
 	_cleanup_free_ VmJob *jobs = NULL;
 	_cleanup_free_ char *reason = NULL;
 	VmResults *results;
@@ -587,12 +587,12 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 	size_t n_jobs = 0;
 	int r;
 
-	if (!conn || !plan || !ret || (plan->n_entries > 0 && !plan->entries))
+	if (!conn || !plan || !ret_results || (plan->n_entries > 0 && !plan->entries))
 		return -EINVAL;
 	results = vm_results_new(plan->n_entries);
 	if (!results)
 		return -ENOMEM;
-	*ret = results;
+	*ret_results = results;
 
 	/* 1. Validate everything before touching anything. */
 	r = prepare(conn, plan, results);

@@ -256,12 +256,12 @@ static int vm_info_fill(virDomainPtr dom, VmInfo *ret) {
 	return 0;
 }
 
-int vm_inventory(virConnectPtr conn, VmList **ret) {
+int vm_inventory(virConnectPtr conn, VmList **ret_list) {
 	virDomainPtr *doms = NULL;
 	VmList *l;
 	int n, r = 0;
 
-	if (!conn || !ret)
+	if (!conn || !ret_list)
 		return -EINVAL;
 	n = virConnectListAllDomains(conn, &doms, 0);
 	if (n < 0)
@@ -287,7 +287,7 @@ int vm_inventory(virConnectPtr conn, VmList **ret) {
 		vm_list_free(l);
 		return r;
 	}
-	*ret = l;
+	*ret_list = l;
 	return 0;
 }
 
@@ -430,11 +430,11 @@ static int vm_result_from_json(struct json_object *o, VmResult *v) {
 	return 0;
 }
 
-int vm_results_from_json(struct json_object *j, VmResults **ret) {
+int vm_results_from_json(struct json_object *j, VmResults **ret_results) {
 	VmResults *r;
 	size_t n;
 
-	if (!ret || !j || !json_object_is_type(j, json_type_array))
+	if (!ret_results || !j || !json_object_is_type(j, json_type_array))
 		return -EBADMSG;
 	n = json_object_array_length(j);
 	r = vm_results_new(n);
@@ -452,6 +452,6 @@ int vm_results_from_json(struct json_object *j, VmResults **ret) {
 				return -EBADMSG;
 			}
 	}
-	*ret = r;
+	*ret_results = r;
 	return 0;
 }

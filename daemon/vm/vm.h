@@ -36,6 +36,12 @@
  * uncertainty is the wall clock's step across the handoff). 0 means "did not happen".
  *
  * Errors: functions return 0 or a negative errno; the per-VM reason is in VmResult.error.
+ * libvirt prints every error to stderr unless the process installs its own handler with
+ * virSetErrorFunc() (the daemon should, and log them); this module never changes it.
+ *
+ * Blocking: vm_checkpoint_all() takes about as long as the slowest save (bounded by the save
+ * timeout), vm_restore_all() as the slowest restore; call them where the event loop may block
+ * (the commit and boot paths do nothing else meanwhile) or from a thread of their own.
  */
 
 #include <stdbool.h>
@@ -108,7 +114,7 @@ static inline void vm_list_freep(VmList **l) {
 }
 
 /* Lists every domain on conn, persistent or transient, active or not. */
-int vm_inventory(virConnectPtr conn, VmList **ret);
+int vm_inventory(virConnectPtr conn, VmList **ret_list);
 const VmInfo *vm_list_find(const VmList *l, const char *name);
 struct json_object *vm_list_to_json(const VmList *l);
 
@@ -170,7 +176,7 @@ usec_t vm_result_downtime(const VmResult *r);
  * saved_bytes, save_time, restore_time, resumed_at, downtime, error (null when n/a).
  * vm_results_from_json() reads it back (the handoff record), -EBADMSG on malformed input. */
 struct json_object *vm_results_to_json(const VmResults *r);
-int vm_results_from_json(struct json_object *j, VmResults **ret);
+int vm_results_from_json(struct json_object *j, VmResults **ret_results);
 
 /* Called on the caller's thread whenever a VM's outcome changes. */
 typedef void (*VmProgressCb)(const VmResult *r, void *userdata);
@@ -181,10 +187,11 @@ typedef void (*VmProgressCb)(const VmResult *r, void *userdata);
  * touched. Then pauses every running VM with strategy checkpoint or pause, starts graceful
  * shutdowns, saves the checkpoint VMs concurrently. Domains that are not active are recorded
  * as ignored. On any failure it rolls back (see vm_rollback()) and returns the first error;
- * *ret then holds the reason for every VM. *ret is set in both cases.
+ * *ret_results then holds the reason for every VM: unlike other output parameters it is set
+ * on failure too (the caller frees it).
  */
 int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, void *userdata,
-                      VmResults **ret);
+                      VmResults **ret_results);
 
 /*
  * Undoes vm_checkpoint_all() (only before the point of no return): checkpointed VMs are
