@@ -32,7 +32,8 @@ typedef enum Op {
 	OP_SUSPEND,
 	OP_RESUME,
 	OP_SAVE,
-	OP_SAVE_HANG, /* managed save blocks until the job is aborted */
+	OP_SAVE_HANG,      /* managed save blocks until the job is aborted */
+	OP_SAVE_NO_BYPASS, /* the driver does not support VIR_DOMAIN_SAVE_BYPASS_CACHE */
 	OP_SAVE_REMOVE,
 	OP_HAS_SAVE,
 	OP_HAS_SAVE_STALE, /* reports an image on an active domain once */
@@ -47,6 +48,7 @@ static struct {
 	const char *target[_OP_MAX]; /* domain name, "*" for all, NULL for none */
 	unsigned calls[_OP_MAX];
 	bool aborted;
+	unsigned save_flags; /* of the last managed save that went through */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 } inj = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -104,6 +106,11 @@ static int fake_managed_save(virDomainPtr d, unsigned flags) {
 		pthread_mutex_unlock(&inj.lock);
 		return injected("managed save (aborted)", d);
 	}
+	if ((flags & VIR_DOMAIN_SAVE_BYPASS_CACHE) && hit(OP_SAVE_NO_BYPASS, d)) {
+		(void)virDomainAbortJob(d); /* the test driver: VIR_ERR_NO_SUPPORT */
+		return -1;
+	}
+	__atomic_store_n(&inj.save_flags, flags, __ATOMIC_SEQ_CST);
 	return virDomainManagedSave(d, flags);
 }
 
@@ -394,6 +401,37 @@ static void test_checkpoint_restore_ok(void **state) {
 	vm_results_free(r);
 }
 
+static void test_checkpoint_bypass_cache(void **state) {
+	const VmPlanEntry e[] = { { "a", VM_STRATEGY_CHECKPOINT } };
+	VmPlan plan = { .entries = e, .n_entries = 1, .save_dir = "/tmp" };
+	VmResults *r = NULL;
+
+	/* A directory that takes O_DIRECT: the page cache is bypassed, the image comes back
+	 * paused. */
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	assert_int_equal(inj.save_flags, VIR_DOMAIN_SAVE_PAUSED | VIR_DOMAIN_SAVE_BYPASS_CACHE);
+	assert_int_equal(vm_restore_all(conn, NULL, r, NULL, NULL), 0);
+	vm_results_free(r);
+
+	plan.no_bypass_cache = true;
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	assert_int_equal(inj.save_flags, VIR_DOMAIN_SAVE_PAUSED);
+	assert_int_equal(vm_restore_all(conn, NULL, r, NULL, NULL), 0);
+	vm_results_free(r);
+
+	/* The driver refuses the flag: saved without it rather than rolled back. */
+	plan.no_bypass_cache = false;
+	inj.target[OP_SAVE_NO_BYPASS] = "a";
+	inj.save_flags = 0;
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	assert_int_equal(inj.calls[OP_SAVE_NO_BYPASS], 1);
+	assert_int_equal(inj.save_flags, VIR_DOMAIN_SAVE_PAUSED);
+	assert_int_equal(find(r, "a")->outcome, VM_OUTCOME_SAVED);
+	assert_int_equal(vm_restore_all(conn, NULL, r, NULL, NULL), 0);
+	assert_all_running_no_image();
+	vm_results_free(r);
+}
+
 static void test_checkpoint_bad_plan(void **state) {
 	VmPlanEntry e[2];
 	VmPlan plan = { .entries = e, .n_entries = 2 };
@@ -485,6 +523,9 @@ static void test_checkpoint_save_fails(void **state) {
 	assert_int_equal(find(r, "a")->outcome, VM_OUTCOME_ROLLED_BACK);
 	assert_error_contains(find(r, "a"), "rolled back: VM 'b' failed");
 	assert_true(progress_index("a:rolled-back", false) > progress_index("b:failed", false));
+	/* The report says what the failed attempt cost. */
+	assert_true(find(r, "a")->resumed_at > find(r, "a")->paused_at);
+	assert_true(find(r, "b")->resumed_at > find(r, "b")->paused_at);
 	vm_results_free(r);
 }
 
@@ -853,6 +894,7 @@ int main(void) {
 		T(test_strategy_strings),
 		T(test_inventory_facts),
 		T(test_checkpoint_restore_ok),
+		T(test_checkpoint_bypass_cache),
 		T(test_checkpoint_bad_plan),
 		T(test_checkpoint_suspend_fails),
 		T(test_checkpoint_save_fails),

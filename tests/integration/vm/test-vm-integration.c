@@ -291,6 +291,9 @@ static void phase_disk_full_rollback(int64_t image_bytes) {
 		CHECK(dom_has_image(names[i]) == 0, "%s: image left after rollback", names[i]);
 		if (v->save_finished_at && v->error && strstr(v->error, "rolled back: "))
 			n_saved_then_rolled++;
+		CHECK(vm_result_downtime(v) > 0, "%s: no downtime recorded", names[i]);
+		printf("  %s: rolled back, downtime %.2f s\n", names[i],
+		       (double)vm_result_downtime(v) / 1e6);
 		check_continued(i, "rollback");
 	}
 	CHECK(save_dir_entries() == 0, "images left in the save directory");
