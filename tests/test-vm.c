@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -282,6 +283,25 @@ static void assert_error_contains(const VmResult *v, const char *needle) {
 		         needle);
 }
 
+/* With VM_JSON_DUMP_DIR set, writes the JSON a scenario produced there, for the check against
+ * docs/vm-results.schema.json (tests/integration/vm/check-vm-json-schema). */
+static void dump_json(struct json_object *j, const char *tag) {
+	const char *dir = getenv("VM_JSON_DUMP_DIR");
+	char path[512];
+
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.json", dir, tag);
+	assert_int_equal(json_object_to_file_ext(path, j, JSON_C_TO_STRING_PLAIN), 0);
+}
+
+static void dump_results(const VmResults *r, const char *tag) {
+	struct json_object *j = vm_results_to_json(r);
+
+	dump_json(j, tag);
+	json_object_put(j);
+}
+
 static const VmPlanEntry plan_ab[] = {
 	{ "a", VM_STRATEGY_CHECKPOINT },
 	{ "b", VM_STRATEGY_CHECKPOINT },
@@ -350,6 +370,7 @@ static void test_inventory_facts(void **state) {
 
 	j = vm_list_to_json(l);
 	assert_int_equal(json_object_array_length(j), 6);
+	dump_json(j, "inventory");
 	assert_non_null(strstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
 	                       "\"checkpoint_blocker\":\"host device"));
 	json_object_put(j);
@@ -386,9 +407,11 @@ static void test_checkpoint_restore_ok(void **state) {
 	assert_true(last_pause >= 0 && first_save > last_pause);
 	assert_true(progress_index("b:saved", true) > first_save);
 
+	dump_results(r, "checkpointed");
 	n_progress = 0;
 	assert_int_equal(vm_restore_all(conn, NULL, r, on_progress, &conn), 0);
 	assert_all_running_no_image();
+	dump_results(r, "restored");
 	for (size_t i = 0; i < r->n; i++) {
 		assert_int_equal(r->items[i].outcome, VM_OUTCOME_RESUMED);
 		assert_null(r->items[i].error);
@@ -505,6 +528,7 @@ static void test_checkpoint_suspend_fails(void **state) {
 	/* a was paused before b failed and got resumed; nothing was saved. */
 	assert_true(progress_index("a:paused", false) >= 0);
 	assert_true(progress_index("a:saving", false) < 0);
+	dump_results(r, "rollback-pause-failed");
 	vm_results_free(r);
 }
 
@@ -526,6 +550,7 @@ static void test_checkpoint_save_fails(void **state) {
 	/* The report says what the failed attempt cost. */
 	assert_true(find(r, "a")->resumed_at > find(r, "a")->paused_at);
 	assert_true(find(r, "b")->resumed_at > find(r, "b")->paused_at);
+	dump_results(r, "rollback-save-failed");
 	vm_results_free(r);
 }
 
@@ -686,6 +711,7 @@ static void test_shutdown_strategy(void **state) {
 	assert_int_equal(find(r, "a")->outcome, VM_OUTCOME_RESUMED);
 	assert_int_equal(find(r, "b")->outcome, VM_OUTCOME_IGNORED);
 	assert_all_running_no_image();
+	dump_results(r, "shutdown-ignore");
 	vm_results_free(r);
 }
 
@@ -743,6 +769,7 @@ static void test_restore_fails_keeps_image(void **state) {
 	assert_int_equal(find(r, "a")->outcome, VM_OUTCOME_RESUMED);
 	assert_int_equal(dom_state("a"), VIR_DOMAIN_RUNNING);
 	assert_true(progress_index("b:failed", false) >= 0);
+	dump_results(r, "restore-failed");
 
 	/* Restore fails again on the same image: still kept. */
 	assert_int_equal(vm_restore_one(conn, "b", b), -EIO);
