@@ -259,10 +259,9 @@ static int run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 			pthread_mutex_unlock(&run->lock);
 			pthread_join(j->thread, NULL);
 			if (j->timed_out && j->r < 0)
-				vm_result_set_error(j->result,
-				                    "timed out after %llu s, aborted: %s",
-				                    (unsigned long long)(j->timeout / 1000000ULL),
-				                    strempty(j->result->error));
+				vm_result_set_error(
+				        j->result, "timed out after %.1f s, aborted: %s",
+				        (double)j->timeout / 1e6, strempty(j->result->error));
 			report(run, j->result);
 			pthread_mutex_lock(&run->lock);
 			if (j->r < 0 && ret == 0)
@@ -383,8 +382,8 @@ static int job_shutdown(VmJob *j, virConnectPtr c) {
 		if (state_is_inactive(state))
 			break;
 		if (vm_now(CLOCK_MONOTONIC) >= deadline)
-			return fail(r, -ETIMEDOUT, "did not shut down within %llu s",
-			            (unsigned long long)(timeout / 1000000ULL));
+			return fail(r, -ETIMEDOUT, "did not shut down within %.1f s",
+			            (double)timeout / 1e6);
 		usleep(SHUTDOWN_POLL_USEC);
 	}
 	r->outcome = VM_OUTCOME_SHUT_DOWN;
