@@ -9,6 +9,8 @@
  *   2. the managed save directory (a tmpfs) is shrunk so that the second save fails for lack
  *      of space: the rollback restores the VM already saved, resumes the other, removes every
  *      image; both counters continue from their paused values.
+ *   3. a restore fails (the VM's disk is missing): the VM is reported failed, its managed save
+ *      image is kept; once the disk is back, vm_restore_one() restores it, counter continued.
  *
  * Usage: test-vm-integration BOOT_SECTOR
  */
@@ -309,6 +311,59 @@ static void phase_disk_full_rollback(int64_t image_bytes) {
 	(void)mount(NULL, VM_SAVE_DIR_DEFAULT, NULL, MS_REMOUNT, "size=64m");
 }
 
+/* On the new kernel a restore fails (here: the VM's disk went missing): the VM is reported with
+ * the reason, its managed save image stays on disk, and the manual retry restores it. */
+static void phase_restore_fails_keeps_image(const char *workdir) {
+	const VmPlanEntry e[N_VMS] = { { names[0], VM_STRATEGY_CHECKPOINT },
+		                       { names[1], VM_STRATEGY_CHECKPOINT } };
+	VmPlan plan = { .entries = e, .n_entries = N_VMS, .parallel = 2 };
+	VmResults *r = NULL;
+	VmResult *a;
+	char img[512], moved[520], path[256];
+	double t0 = now_s();
+	int k;
+
+	printf("restore fails: image kept, manual retry\n");
+	wait_ticking();
+	paused_counter[0] = paused_counter[1] = -1;
+	k = vm_checkpoint_all(conn, &plan, on_progress, &t0, &r);
+	CHECK(k == 0, "vm_checkpoint_all: %s", strerror(-k));
+	if (k < 0) {
+		vm_results_free(r);
+		return;
+	}
+	snprintf(img, sizeof(img), "%s/%s.img", workdir, names[0]);
+	snprintf(moved, sizeof(moved), "%s.away", img);
+	CHECK(rename(img, moved) == 0, "rename: %m");
+
+	k = vm_restore_all(conn, &plan, r, on_progress, &t0);
+	CHECK(k < 0, "vm_restore_all succeeded without the disk");
+	a = (VmResult *)vm_results_find(r, names[0]);
+	CHECK(a->outcome == VM_OUTCOME_FAILED, "%s: %s", names[0],
+	      vm_outcome_to_string(a->outcome));
+	CHECK(a->error && strstr(a->error, "image is kept"), "%s: %s", names[0],
+	      a->error ?: "no error");
+	CHECK(dom_state(names[0]) == VIR_DOMAIN_SHUTOFF, "%s not shut off", names[0]);
+	CHECK(dom_has_image(names[0]) == 1, "%s: managed save image gone", names[0]);
+	snprintf(path, sizeof(path), "%s/%s.save", VM_SAVE_DIR_DEFAULT, names[0]);
+	CHECK(access(path, F_OK) == 0, "%s missing", path);
+	CHECK(vm_results_find(r, names[1])->outcome == VM_OUTCOME_RESUMED, "%s not resumed",
+	      names[1]);
+	check_continued(1, "restore (other VM)");
+
+	/* The operator fixes the cause and retries: upgradectl restore-vm NAME. */
+	CHECK(rename(moved, img) == 0, "rename back: %m");
+	k = vm_restore_one(conn, names[0], a);
+	CHECK(k == 0, "vm_restore_one: %s (%s)", strerror(-k), a->error ?: "");
+	CHECK(a->outcome == VM_OUTCOME_RESUMED && !a->error, "%s: %s", names[0],
+	      a->error ?: "not resumed");
+	CHECK(dom_has_image(names[0]) == 0, "%s: image left after restore", names[0]);
+	check_continued(0, "manual retry");
+	printf("  %s: restored by the manual retry, downtime %.2f s\n", names[0],
+	       (double)vm_result_downtime(a) / 1e6);
+	vm_results_free(r);
+}
+
 static void cleanup_domains(void) {
 	for (int i = 0; i < N_VMS; i++) {
 		virDomainPtr d = virDomainLookupByName(conn, names[i]);
@@ -357,6 +412,9 @@ int main(int argc, char **argv) {
 		goto out;
 	printf("one image takes %" PRId64 " bytes\n", image_bytes);
 	phase_disk_full_rollback(image_bytes);
+	if (failures)
+		goto out;
+	phase_restore_fails_keeps_image(workdir);
 
 out:
 	cleanup_domains();
