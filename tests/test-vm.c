@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -35,6 +36,7 @@ typedef enum Op {
 	OP_SAVE,
 	OP_SAVE_HANG,      /* managed save blocks until the job is aborted */
 	OP_SAVE_NO_BYPASS, /* the driver does not support VIR_DOMAIN_SAVE_BYPASS_CACHE */
+	OP_SAVE_SLOW,      /* managed save takes 200 ms: saves overlap when run in parallel */
 	OP_SAVE_REMOVE,
 	OP_HAS_SAVE,
 	OP_HAS_SAVE_STALE, /* reports an image on an active domain once */
@@ -49,7 +51,8 @@ static struct {
 	const char *target[_OP_MAX]; /* domain name, "*" for all, NULL for none */
 	unsigned calls[_OP_MAX];
 	bool aborted;
-	unsigned save_flags; /* of the last managed save that went through */
+	unsigned save_flags;         /* of the last managed save that went through */
+	unsigned saving, max_saving; /* concurrent managed saves, now and at most */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 } inj = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -112,6 +115,20 @@ static int fake_managed_save(virDomainPtr d, unsigned flags) {
 		return -1;
 	}
 	__atomic_store_n(&inj.save_flags, flags, __ATOMIC_SEQ_CST);
+	if (hit(OP_SAVE_SLOW, d)) {
+		unsigned now = __atomic_add_fetch(&inj.saving, 1, __ATOMIC_SEQ_CST);
+		unsigned max = __atomic_load_n(&inj.max_saving, __ATOMIC_SEQ_CST);
+		int r;
+
+		while (now > max &&
+		       !__atomic_compare_exchange_n(&inj.max_saving, &max, now, false,
+		                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			;
+		usleep(200000);
+		r = virDomainManagedSave(d, flags);
+		__atomic_sub_fetch(&inj.saving, 1, __ATOMIC_SEQ_CST);
+		return r;
+	}
 	return virDomainManagedSave(d, flags);
 }
 
@@ -453,6 +470,47 @@ static void test_checkpoint_bypass_cache(void **state) {
 	assert_int_equal(vm_restore_all(conn, NULL, r, NULL, NULL), 0);
 	assert_all_running_no_image();
 	vm_results_free(r);
+}
+
+static void test_checkpoint_parallel_limit(void **state) {
+	const VmPlanEntry e[] = {
+		{ "a", VM_STRATEGY_CHECKPOINT },
+		{ "b", VM_STRATEGY_CHECKPOINT },
+		{ "test", VM_STRATEGY_CHECKPOINT },
+	};
+	VmPlan plan = { .entries = e, .n_entries = 3, .parallel = 1 };
+	VmResults *r = NULL;
+
+	inj.target[OP_SAVE_SLOW] = "*";
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	assert_int_equal(inj.max_saving, 1);
+	assert_int_equal(vm_restore_all(conn, NULL, r, NULL, NULL), 0);
+	vm_results_free(r);
+
+	inj.max_saving = 0;
+	plan.parallel = 2;
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	assert_int_equal(inj.max_saving, 2);
+	for (size_t i = 0; i < r->n; i++)
+		assert_int_equal(r->items[i].outcome, VM_OUTCOME_SAVED);
+	assert_int_equal(vm_restore_all(conn, NULL, r, NULL, NULL), 0);
+	assert_all_running_no_image();
+	vm_results_free(r);
+}
+
+static void test_null_arguments(void **state) {
+	VmResults *r = NULL;
+
+	assert_int_equal(vm_rollback(NULL, r, "x", NULL, NULL), -EINVAL);
+	assert_int_equal(vm_rollback(conn, NULL, "x", NULL, NULL), -EINVAL);
+	assert_int_equal(vm_restore_all(NULL, NULL, r, NULL, NULL), -EINVAL);
+	assert_int_equal(vm_restore_all(conn, NULL, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(vm_inventory(conn, NULL), -EINVAL);
+	assert_null(vm_results_find(NULL, "a"));
+	assert_null(vm_list_find(NULL, "a"));
+	vm_results_free(NULL);
+	vm_list_free(NULL);
+	assert_int_equal(dom_state("a"), VIR_DOMAIN_RUNNING);
 }
 
 static void test_checkpoint_bad_plan(void **state) {
@@ -922,6 +980,8 @@ int main(void) {
 		T(test_inventory_facts),
 		T(test_checkpoint_restore_ok),
 		T(test_checkpoint_bypass_cache),
+		T(test_checkpoint_parallel_limit),
+		T(test_null_arguments),
 		T(test_checkpoint_bad_plan),
 		T(test_checkpoint_suspend_fails),
 		T(test_checkpoint_save_fails),
