@@ -348,6 +348,7 @@ static const char cpuinfo_tcg[] = "processor\t: 0\nflags\t\t: fpu vme de pse tsc
 static const char kmsg_host[] =
         "[    0.000053] tsc: Detected 2300.000 MHz processor\n"
         "[    0.215681] clocksource: tsc-early: mask: 0xffffffffffffffff\n"
+        "[    0.284874] clocksource: Switched to clocksource kvm-clock\n"
         "[    0.369551] clocksource: Switched to clocksource tsc-early\n"
         "[    1.401000] tsc: Refined TSC clocksource calibration: 2294.687 MHz\n"
         "[    1.402000] clocksource: Switched to clocksource tsc\n";

@@ -419,7 +419,8 @@ static bool has_flag(const char *flags_line, const char *flag) {
 
 int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret) {
 	TimebaseCpu c = {};
-	bool refined = false;
+	bool refined = false, marked_unstable = false;
+	int last_is_tsc = -1;
 
 	if (!ret)
 		return -EINVAL;
@@ -469,15 +470,17 @@ int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret) 
 				c.tsc_khz_source = "detected";
 			}
 			if (strstr(copy, "Marking TSC unstable"))
-				c.tsc_unstable = true;
-			/* the kernel settles on tsc (after tsc-early) only when it trusts it */
-			if ((p = strstr(copy, "clocksource: Switched to clocksource ")) &&
-			    strncmp(p + strlen("clocksource: Switched to clocksource "), "tsc",
-			            3) != 0)
-				c.tsc_unstable = true;
+				marked_unstable = true;
+			/* the clocksource the kernel settled on last: tsc only when it trusts it */
+			p = strstr(copy, "clocksource: Switched to clocksource ");
+			if (p)
+				last_is_tsc =
+				        strncmp(p + strlen("clocksource: Switched to clocksource "),
+				                "tsc", 3) == 0;
 			line = *eol ? eol + 1 : NULL;
 		}
 	}
+	c.tsc_unstable = marked_unstable || last_is_tsc == 0;
 	*ret = c;
 	return 0;
 }

@@ -27,8 +27,10 @@
 
 #include <systemd/sd-event.h>
 
+#include "bootlog.h"
 #include "macros.h"
 #include "probe-loader.h"
+#include "timebase.h"
 
 /*
  * Tolerances.
@@ -330,6 +332,42 @@ static void test_unavailable(void) {
 	      "not-root child failed (status %d)", status);
 }
 
+/* The pure parsers on this machine's real kernel: /dev/kmsg and /proc/cpuinfo. */
+static void test_this_kernel(void) {
+	_cleanup_free_ char *kmsg = NULL, *cpuinfo = NULL;
+	struct json_object *j = NULL;
+	TimebaseCpu cpu;
+	TimebaseSample s;
+	size_t size = 0;
+	Bootlog b;
+	FILE *f;
+
+	CHECK(bootlog_read_kmsg("/dev/kmsg", &kmsg, &size) == 0, "read /dev/kmsg: %m");
+	if (!kmsg)
+		return;
+	CHECK(bootlog_parse(kmsg, size, &b) == 0, "parse kmsg");
+	CHECK(b.n_messages > 0, "no kernel messages");
+	/* with the start of the log still in the buffer, the hand-over to init is in it */
+	CHECK(b.first_seq > 0 || b.has_init, "no init marker in a complete log");
+	CHECK(bootlog_to_json(&b, &j) == 0, "bootlog json");
+	printf("this kernel's boot: %s\n", json_object_to_json_string(j));
+	json_object_put(j);
+	bootlog_done(&b);
+
+	f = fopen("/proc/cpuinfo", "re");
+	if (f) {
+		size_t n = 0;
+		CHECK(getdelim(&cpuinfo, &n, '\0', f) > 0, "read cpuinfo");
+		fclose(f);
+	}
+	CHECK(timebase_cpu_parse(cpuinfo, kmsg, &cpu) == 0, "cpu parse");
+	CHECK(timebase_sample_now(&s) == 0, "sample");
+	printf("this machine's TSC: constant=%d nonstop=%d unstable=%d %llu kHz (%s, %u ppm); "
+	       "sample skew %llu ns\n",
+	       cpu.constant_tsc, cpu.nonstop_tsc, cpu.tsc_unstable, (unsigned long long)cpu.tsc_khz,
+	       strna(cpu.tsc_khz_source), cpu.tsc_khz_ppm, (unsigned long long)s.skew_ns);
+}
+
 int main(int argc, char *argv[]) {
 	if (geteuid() != 0) {
 		printf("not root: skipping the probe integration test\n");
@@ -338,6 +376,7 @@ int main(int argc, char *argv[]) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_unavailable();
 	test_stand_in();
+	test_this_kernel();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
