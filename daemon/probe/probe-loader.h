@@ -30,10 +30,10 @@ typedef enum ProbeUnavailable {
 	PROBE_AVAILABLE = 0,
 	PROBE_DISABLED,     /* "disabled": turned off by configuration */
 	PROBE_NO_BTF,       /* "no-btf": the kernel exposes no BTF (/sys/kernel/btf/vmlinux) */
-	PROBE_NO_PRIVILEGE, /* "no-privilege": bpf() refused (EPERM/EACCES) */
+	PROBE_NO_PRIVILEGE, /* "no-privilege": bpf() refused (EPERM) */
 	PROBE_UNSUPPORTED_KERNEL, /* "unsupported-kernel": no ring buffer or tp_btf support */
-	PROBE_LOAD_FAILED,        /* "load-failed": the verifier or CO-RE relocation refused */
-	PROBE_ATTACH_FAILED,      /* "attach-failed": the tracepoint could not be attached */
+	PROBE_LOAD_FAILED, /* "load-failed": the verifier (EACCES/EINVAL) or CO-RE relocation refused */
+	PROBE_ATTACH_FAILED, /* "attach-failed": the tracepoint could not be attached */
 	_PROBE_UNAVAILABLE_MAX,
 } ProbeUnavailable;
 

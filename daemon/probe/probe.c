@@ -177,9 +177,14 @@ static int probe_load(Probe *p, const ProbeOptions *opts) {
 
 	r = probe_bpf__load(p->skel);
 	if (r < 0) {
-		if (r == -EPERM || r == -EACCES)
+		/* EPERM: no CAP_BPF/CAP_PERFMON. EACCES is the verifier refusing the
+		 * program (e.g. CO-RE relocated against a BTF that is not this kernel's). */
+		if (r == -EPERM)
 			return degrade(p, PROBE_NO_PRIVILEGE, r,
 			               "loading the BPF program was refused");
+		if (r == -EACCES)
+			return degrade(p, PROBE_LOAD_FAILED, r,
+			               "the kernel's verifier rejected the BPF program");
 		if (r <= -LIBBPF_ERRNO__LIBELF)
 			/* CO-RE could not use this BTF (a foreign or broken file) */
 			return degrade(p, PROBE_LOAD_FAILED, r,
@@ -195,7 +200,7 @@ static int probe_load(Probe *p, const ProbeOptions *opts) {
 
 	r = probe_bpf__attach(p->skel);
 	if (r < 0) {
-		if (r == -EPERM || r == -EACCES)
+		if (r == -EPERM)
 			return degrade(p, PROBE_NO_PRIVILEGE, r,
 			               "attaching to sched_switch was refused");
 		return degrade(p, PROBE_ATTACH_FAILED, r, "attaching to sched_switch failed");
