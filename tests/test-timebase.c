@@ -393,6 +393,49 @@ static void test_timebase_cpu_parse(void **state) {
 	assert_int_equal(timebase_cpu_parse(NULL, NULL, NULL), -EINVAL);
 }
 
+static void test_timebase_stamps_from_cmdline(void **state) {
+	TimebaseStamps st = { .entry = 7 };
+
+	assert_int_equal(
+	        timebase_stamps_from_cmdline(
+	                "BOOT_IMAGE=/vmlinuz root=/dev/vda1 upgraded.stamps=00000000000003e8,"
+	                "00000000000007d0,0000000000000bb8 quiet\n",
+	                &st),
+	        0);
+	assert_int_equal(st.entry, 1000);
+	assert_int_equal(st.verified, 2000);
+	assert_int_equal(st.jump, 3000);
+
+	/* fast handoff: no verification stamp; 0x prefix; at the end of the line */
+	assert_int_equal(
+	        timebase_stamps_from_cmdline("ro upgraded.stamps=0xFFFFFFFFFFFFFFFF,,0x10", &st),
+	        0);
+	assert_int_equal(st.entry, UINT64_MAX);
+	assert_int_equal(st.verified, 0);
+	assert_int_equal(st.jump, 16);
+
+	/* the untouched placeholder: all absent */
+	assert_int_equal(
+	        timebase_stamps_from_cmdline(
+	                "upgraded.stamps=0000000000000000,0000000000000000,0000000000000000", &st),
+	        0);
+	assert_int_equal(st.entry, 0);
+	assert_int_equal(st.jump, 0);
+
+	/* absent, or only as part of another word */
+	st.entry = 7;
+	assert_int_equal(timebase_stamps_from_cmdline("ro quiet", &st), -ENOENT);
+	assert_int_equal(timebase_stamps_from_cmdline("xupgraded.stamps=1,2,3", &st), -ENOENT);
+	/* malformed: *ret untouched */
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=12g4", &st), -EBADMSG);
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1,2,3,4", &st), -EBADMSG);
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=11111111111111111", &st),
+	                 -EBADMSG);
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1;2", &st), -EBADMSG);
+	assert_int_equal(st.entry, 7);
+	assert_int_equal(timebase_stamps_from_cmdline(NULL, &st), -EINVAL);
+}
+
 static void test_timebase_sample_now(void **state) {
 	TimebaseSample a, b;
 
@@ -423,6 +466,7 @@ int main(void) {
 		cmocka_unit_test(test_timebase_missing_inputs),
 		cmocka_unit_test(test_timebase_names),
 		cmocka_unit_test(test_timebase_cpu_parse),
+		cmocka_unit_test(test_timebase_stamps_from_cmdline),
 		cmocka_unit_test(test_timebase_sample_now),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

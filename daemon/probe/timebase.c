@@ -485,6 +485,68 @@ int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret) 
 	return 0;
 }
 
+/* One hex field ending at ',' or the end of the value; empty -> 0 (absent). */
+static int parse_hex_field(const char **p, uint64_t *ret) {
+	const char *s = *p;
+	uint64_t v = 0;
+	unsigned digits = 0;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (;; s++) {
+		unsigned d;
+
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (*s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (*s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			break;
+		if (++digits > 16)
+			return -EBADMSG;
+		v = v << 4 | d;
+	}
+	if (*s != ',' && *s != ' ' && *s != '\t' && *s != '\n' && *s != '\0')
+		return -EBADMSG;
+	*p = s;
+	*ret = v;
+	return 0;
+}
+
+int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret) {
+	static const char key[] = "upgraded.stamps=";
+	const char *p = cmdline, *found = NULL;
+	uint64_t v[3] = {};
+
+	if (!cmdline || !ret)
+		return -EINVAL;
+	/* a whole word only; the last occurrence wins, as for the kernel's own parameters */
+	for (; (p = strstr(p, key)); p += sizeof(key) - 1)
+		if (p == cmdline || p[-1] == ' ' || p[-1] == '\t')
+			found = p + sizeof(key) - 1;
+	if (!found)
+		return -ENOENT;
+
+	p = found;
+	for (unsigned i = 0; i < 3; i++) {
+		int r = parse_hex_field(&p, &v[i]);
+
+		if (r < 0)
+			return r;
+		if (*p != ',')
+			break;
+		if (i == 2)
+			return -EBADMSG; /* a fourth field */
+		p++;
+	}
+	if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\0')
+		return -EBADMSG;
+	*ret = (TimebaseStamps){ .entry = v[0], .verified = v[1], .jump = v[2] };
+	return 0;
+}
+
 static uint64_t read_ns(clockid_t id) {
 	struct timespec ts;
 

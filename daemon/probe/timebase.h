@@ -117,5 +117,11 @@ int timebase_to_json(const Timebase *tb, const TimebaseInput *in, struct json_ob
 /* Reads "flags" of /proc/cpuinfo and the TSC lines of kmsg (either may be NULL). */
 int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret);
 
+/* Finds "upgraded.stamps=ENTRY,VERIFIED,JUMP" in a kernel command line: TSC values
+ * in hex (16 digits in purgatory's fixed-width placeholder, "0x" optional); an
+ * empty or all-zero field is an absent stamp. -ENOENT without the parameter,
+ * -EBADMSG when it is malformed (*ret untouched). */
+int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret);
+
 /* Reads TSC, CLOCK_REALTIME and CLOCK_MONOTONIC together (not pure). */
 int timebase_sample_now(TimebaseSample *ret);
