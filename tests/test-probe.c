@@ -119,6 +119,58 @@ static void test_probe_disabled_records_marks(void **state) {
 	json_object_put(j);
 }
 
+static void test_probe_vm_result_json_round_trip(void **state) {
+	ProbeVmResult r = {
+		.available = true, .n_threads = 2, .n_exited = 2, .window_ns = 1000,
+		.last_ran_ns = 1500, .last_out_ns = 9000, .run_ns = 77,
+		.marks = { [PROBE_MARK_PAUSE] = 1600, [PROBE_MARK_SAVE_COMPLETE] = 8000 },
+	}, back = { .n_threads = 99 };
+	struct json_object *j = NULL, *v;
+
+	assert_int_equal(probe_vm_result_to_json(&r, "web1", &j), 0);
+	assert_true(json_object_object_get_ex(j, "name", &v));
+	assert_string_equal(json_object_get_string(v), "web1");
+	assert_false(json_object_object_get_ex(j, "vcpu_first_ran_ns", &v)); /* not observed */
+	assert_int_equal(probe_vm_result_from_json(j, &back), 0);
+	assert_memory_equal(&r, &back, sizeof(r));
+	json_object_put(j);
+
+	/* through text, as in the handoff record */
+	assert_int_equal(probe_vm_result_to_json(&r, NULL, &j), 0);
+	struct json_object *parsed = json_tokener_parse(json_object_to_json_string(j));
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(probe_vm_result_from_json(parsed, &back), 0);
+	assert_memory_equal(&r, &back, sizeof(r));
+	json_object_put(parsed);
+	json_object_put(j);
+}
+
+static void test_probe_vm_result_json_rejects_bad(void **state) {
+	static const char *const bad[] = {
+		"[]",
+		"{}",
+		"{\"available\":1}",
+		"{\"available\":true,\"threads\":\"2\"}",
+		"{\"available\":true,\"threads\":-1}",
+		"{\"available\":true,\"threads\":1,\"exited\":2}",
+		"{\"available\":true,\"threads\":100000}",
+		"{\"available\":true,\"vcpu_last_ran_ns\":1.5}",
+		"{\"available\":true,\"marks_ns\":[]}",
+		"{\"available\":true,\"marks_ns\":{\"pause\":\"x\"}}",
+	};
+	ProbeVmResult r = { .n_threads = 42 };
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct json_object *j = json_tokener_parse(bad[i]);
+
+		assert_non_null(j);
+		assert_int_equal(probe_vm_result_from_json(j, &r), -EBADMSG);
+		assert_int_equal(r.n_threads, 42);
+		json_object_put(j);
+	}
+	assert_int_equal(probe_vm_result_from_json(NULL, &r), -EINVAL);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_parse_vcpu_comm_accepts_qemu_names),
@@ -126,6 +178,8 @@ int main(void) {
 		cmocka_unit_test(test_probe_find_vcpu_threads_fake_proc),
 		cmocka_unit_test(test_probe_names),
 		cmocka_unit_test(test_probe_disabled_records_marks),
+		cmocka_unit_test(test_probe_vm_result_json_round_trip),
+		cmocka_unit_test(test_probe_vm_result_json_rejects_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

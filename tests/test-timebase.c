@@ -328,6 +328,37 @@ static void test_timebase_missing_inputs(void **state) {
 	assert_true(tb.flags & TIMEBASE_TSC_NO_FREQUENCY);
 }
 
+static void test_timebase_downtime(void **state) {
+	TimebaseInput in = invariant_input();
+	int64_t d = 42;
+	Timebase tb;
+
+	assert_int_equal(timebase_compute(&in, &tb), 0);
+	/* last ran 0.5 s before the reboot request (old monotonic 99.5 s), first ran at
+	 * the new kernel's monotonic 2.5 s = axis 5.5 s: 6 s of downtime */
+	assert_int_equal(timebase_downtime(&tb, &in, 99500 * MS, 2500 * MS, &d), 0);
+	assert_int_equal(d, 6 * SEC);
+
+	/* not observed */
+	assert_int_equal(timebase_downtime(&tb, &in, 0, 2500 * MS, &d), -EINVAL);
+	assert_int_equal(timebase_downtime(&tb, &in, 99500 * MS, 0, &d), -EINVAL);
+	/* impossible: the VM ran on the new kernel before it stopped on the old one */
+	assert_int_equal(timebase_downtime(&tb, &in, 110 * SEC, 1 * MS, &d), -ERANGE);
+	assert_int_equal(d, 6 * SEC); /* untouched on failure */
+
+	/* the lab: same figure, +-1 s */
+	in = lab_input();
+	assert_int_equal(timebase_compute(&in, &tb), 0);
+	assert_int_equal(timebase_downtime(&tb, &in, 99500 * MS, 2500 * MS, &d), 0);
+	assert_int_equal(d, 6 * SEC);
+	assert_true(tb.uncertainty_ns >= (uint64_t)SEC);
+
+	/* no common axis: no cross-kexec figure */
+	in.new_start.realtime_ns = in.old_reboot.realtime_ns - 10 * SEC;
+	assert_int_equal(timebase_compute(&in, &tb), 0);
+	assert_int_equal(timebase_downtime(&tb, &in, 99500 * MS, 2500 * MS, &d), -EDOM);
+}
+
 static void test_timebase_names(void **state) {
 	assert_string_equal(timebase_kind_to_string(TIMEBASE_REALTIME), "realtime");
 	assert_null(timebase_kind_to_string(_TIMEBASE_KIND_MAX));
@@ -464,6 +495,7 @@ int main(void) {
 		cmocka_unit_test(test_timebase_realtime_stepped),
 		cmocka_unit_test(test_timebase_tsc_beats_stepped_realtime),
 		cmocka_unit_test(test_timebase_missing_inputs),
+		cmocka_unit_test(test_timebase_downtime),
 		cmocka_unit_test(test_timebase_names),
 		cmocka_unit_test(test_timebase_cpu_parse),
 		cmocka_unit_test(test_timebase_stamps_from_cmdline),

@@ -112,6 +112,12 @@ int probe_result(Probe *p, uint32_t vm, ProbeVmResult *ret);
  * "dropped_events","marks",vms:[...]} (see docs/measurement.md). */
 int probe_to_json(Probe *p, struct json_object **ret);
 
+/* One VM's figures as JSON (the "vms" entries of probe_to_json()), and back: the old
+ * kernel's figures travel to the new kernel in the handoff record this way.
+ * from_json: -EBADMSG on a malformed object (*ret untouched). */
+int probe_vm_result_to_json(const ProbeVmResult *r, const char *name, struct json_object **ret);
+int probe_vm_result_from_json(struct json_object *o, ProbeVmResult *ret);
+
 /* Pure helpers, exported for tests. */
 bool probe_parse_vcpu_comm(const char *comm, unsigned *ret_index);
 /* Lists the vCPU thread ids of pid under proc_root ("/proc" normally). */

@@ -575,36 +575,97 @@ static struct json_object *marks_to_json(const uint64_t marks[_PROBE_MARK_MAX]) 
 	return o;
 }
 
-static struct json_object *vm_to_json(Probe *p, uint32_t vm) {
-	struct json_object *o = json_object_new_object();
-	ProbeVmResult r;
+int probe_vm_result_to_json(const ProbeVmResult *r, const char *name, struct json_object **ret) {
+	struct json_object *o;
 	int k = 0;
 
-	if (!o || probe_result(p, vm, &r) < 0)
-		goto out_free;
-	k |= json_add_string(o, "name", p->vms[vm].name);
-	k |= json_add_u64(o, "threads", r.n_threads);
-	k |= json_add_obj(o, "marks_ns", marks_to_json(r.marks));
-	if (r.window_ns)
-		k |= json_add_u64(o, "window_ns", r.window_ns);
-	if (r.available) {
-		k |= json_add_u64(o, "exited", r.n_exited);
-		k |= json_add_u64(o, "still_running", r.n_running);
-		k |= json_add_u64(o, "run_ns", r.run_ns);
-		if (r.last_ran_ns)
-			k |= json_add_u64(o, "vcpu_last_ran_ns", r.last_ran_ns);
-		if (r.first_ran_ns)
-			k |= json_add_u64(o, "vcpu_first_ran_ns", r.first_ran_ns);
-		if (r.last_out_ns)
-			k |= json_add_u64(o, "vcpu_last_out_ns", r.last_out_ns);
+	if (!r || !ret)
+		return -EINVAL;
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	if (name)
+		k |= json_add_string(o, "name", name);
+	k |= json_add_obj(o, "available", json_object_new_boolean(r->available));
+	k |= json_add_u64(o, "threads", r->n_threads);
+	k |= json_add_obj(o, "marks_ns", marks_to_json(r->marks));
+	if (r->window_ns)
+		k |= json_add_u64(o, "window_ns", r->window_ns);
+	if (r->available) {
+		k |= json_add_u64(o, "exited", r->n_exited);
+		k |= json_add_u64(o, "still_running", r->n_running);
+		k |= json_add_u64(o, "run_ns", r->run_ns);
+		if (r->last_ran_ns)
+			k |= json_add_u64(o, "vcpu_last_ran_ns", r->last_ran_ns);
+		if (r->first_ran_ns)
+			k |= json_add_u64(o, "vcpu_first_ran_ns", r->first_ran_ns);
+		if (r->last_out_ns)
+			k |= json_add_u64(o, "vcpu_last_out_ns", r->last_out_ns);
 	}
-	if (k != 0)
-		goto out_free;
-	return o;
+	if (k != 0) {
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	*ret = o;
+	return 0;
+}
 
-out_free:
-	json_object_put(o);
-	return NULL;
+/* Reads an optional unsigned field; -EBADMSG when present with the wrong type. */
+static int json_get_u64(struct json_object *o, const char *key, uint64_t *ret) {
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+		return -EBADMSG;
+	*ret = json_object_get_uint64(v);
+	return 0;
+}
+
+int probe_vm_result_from_json(struct json_object *o, ProbeVmResult *ret) {
+	struct json_object *v, *marks;
+	ProbeVmResult r = {};
+	uint64_t n = 0, exited = 0, running = 0;
+	int k = 0;
+
+	if (!o || !ret)
+		return -EINVAL;
+	if (!json_object_is_type(o, json_type_object) ||
+	    !json_object_object_get_ex(o, "available", &v) ||
+	    !json_object_is_type(v, json_type_boolean))
+		return -EBADMSG;
+	r.available = json_object_get_boolean(v);
+	k |= json_get_u64(o, "threads", &n);
+	k |= json_get_u64(o, "exited", &exited);
+	k |= json_get_u64(o, "still_running", &running);
+	k |= json_get_u64(o, "window_ns", &r.window_ns);
+	k |= json_get_u64(o, "run_ns", &r.run_ns);
+	k |= json_get_u64(o, "vcpu_last_ran_ns", &r.last_ran_ns);
+	k |= json_get_u64(o, "vcpu_first_ran_ns", &r.first_ran_ns);
+	k |= json_get_u64(o, "vcpu_last_out_ns", &r.last_out_ns);
+	if (k != 0 || n > PROBE_MAX_TIDS || exited > n || running > n)
+		return -EBADMSG;
+	r.n_threads = (unsigned)n;
+	r.n_exited = (unsigned)exited;
+	r.n_running = (unsigned)running;
+	if (json_object_object_get_ex(o, "marks_ns", &marks)) {
+		if (!json_object_is_type(marks, json_type_object))
+			return -EBADMSG;
+		for (unsigned m = 0; m < _PROBE_MARK_MAX; m++)
+			if (json_get_u64(marks, mark_table[m], &r.marks[m]) < 0)
+				return -EBADMSG;
+	}
+	*ret = r;
+	return 0;
+}
+
+static struct json_object *vm_to_json(Probe *p, uint32_t vm) {
+	struct json_object *o = NULL;
+	ProbeVmResult r;
+
+	if (probe_result(p, vm, &r) < 0 || probe_vm_result_to_json(&r, p->vms[vm].name, &o) < 0)
+		return NULL;
+	return o;
 }
 
 int probe_to_json(Probe *p, struct json_object **ret) {

@@ -240,6 +240,21 @@ int64_t timebase_new_to_axis(const Timebase *tb, uint64_t new_monotonic_ns) {
 	return tb->new_origin_ns + (int64_t)new_monotonic_ns;
 }
 
+int timebase_downtime(const Timebase *tb, const TimebaseInput *in, uint64_t old_monotonic_ns,
+                      uint64_t new_monotonic_ns, int64_t *ret_ns) {
+	int64_t d;
+
+	if (!tb || !in || !ret_ns || old_monotonic_ns == 0 || new_monotonic_ns == 0)
+		return -EINVAL;
+	if (tb->kind == TIMEBASE_NONE)
+		return -EDOM;
+	d = timebase_new_to_axis(tb, new_monotonic_ns) - timebase_old_to_axis(in, old_monotonic_ns);
+	if (d < 0 && (uint64_t)-d > tb->uncertainty_ns)
+		return -ERANGE;
+	*ret_ns = d;
+	return 0;
+}
+
 static int add_i64(struct json_object *o, const char *k, int64_t v) {
 	struct json_object *n = json_object_new_int64(v);
 

@@ -110,6 +110,14 @@ int timebase_compute(const TimebaseInput *in, Timebase *ret);
 int64_t timebase_old_to_axis(const TimebaseInput *in, uint64_t old_monotonic_ns);
 int64_t timebase_new_to_axis(const Timebase *tb, uint64_t new_monotonic_ns);
 
+/* A VM's downtime across the kexec: from old_monotonic_ns (old kernel: the probe's
+ * vcpu_last_ran, else the pause mark) to new_monotonic_ns (new kernel: the probe's
+ * vcpu_first_ran, else the resume mark). Its uncertainty is tb->uncertainty_ns.
+ * -EINVAL when either moment is 0 (not observed); -EDOM with timebase "none";
+ * -ERANGE when the result is negative beyond the uncertainty (inconsistent input). */
+int timebase_downtime(const Timebase *tb, const TimebaseInput *in, uint64_t old_monotonic_ns,
+                      uint64_t new_monotonic_ns, int64_t *ret_ns);
+
 /* {"timebase","uncertainty_ns","new_origin_ns","flags":[...],"tsc_gap_ns",
  *  "realtime_gap_ns","stamps":{...},"phases":[...]} */
 int timebase_to_json(const Timebase *tb, const TimebaseInput *in, struct json_object **ret);
