@@ -462,12 +462,9 @@ int probe_fd(const Probe *p) {
 }
 
 int probe_consume(Probe *p) {
-	int r;
-
 	if (!p || !p->rb)
 		return -EOPNOTSUPP;
-	r = ring_buffer__consume(p->rb);
-	return r;
+	return ring_buffer__consume(p->rb);
 }
 
 int probe_result(Probe *p, uint32_t vm, ProbeVmResult *ret) {
