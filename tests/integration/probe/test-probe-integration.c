@@ -256,6 +256,37 @@ out_kill:
 	munmap(sh, sizeof(*sh));
 }
 
+/* The trace_all setting (const volatile rodata, fixed at load) adds one event per
+ * switch; without it and without a window, a sleeping thread produces none. */
+static void test_trace_all(void) {
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	int counts[2] = { -1, -1 };
+
+	for (int trace = 0; trace <= 1; trace++) {
+		_cleanup_(probe_closep) Probe *p = NULL;
+		ProbeOptions o = { .trace_all = trace };
+		ProbeVmResult res;
+		uint32_t vm;
+		int r;
+
+		r = probe_open(&o, &p);
+		CHECK(r == 1, "probe_open: %d", r);
+		if (r != 1)
+			return;
+		CHECK(probe_add_vm(p, "self", &vm) == 0, "add vm");
+		CHECK(probe_track_tid(p, vm, self) == 0, "track self");
+		for (int i = 0; i < 20; i++)
+			usleep(1000); /* each sleep: one switch out, one switch in */
+		counts[trace] = probe_consume(p);
+		CHECK(probe_result(p, vm, &res) == 0 && res.n_threads == 1 && res.run_ns > 0 &&
+		              res.last_out_ns > 0,
+		      "result");
+	}
+	printf("events for 20 sleeps: %d without trace_all, %d with\n", counts[0], counts[1]);
+	CHECK(counts[0] == 0, "events without trace_all: %d", counts[0]);
+	CHECK(counts[1] >= 40, "events with trace_all: %d", counts[1]);
+}
+
 /* A degraded probe must name its reason, refuse BPF calls by error and still record marks. */
 static void check_degraded(Probe *p, int r, ProbeUnavailable want, const char *what) {
 	struct json_object *j = NULL, *reason = NULL;
@@ -404,6 +435,7 @@ int main(int argc, char *argv[]) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_unavailable();
 	test_stand_in();
+	test_trace_all();
 	test_this_kernel();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
