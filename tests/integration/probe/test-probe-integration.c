@@ -49,6 +49,7 @@
 #define ROUNDS       3
 
 static int failures;
+static const char *dump_dir; /* --dump DIR: write every JSON fragment there (schema test) */
 
 #define CHECK(cond, ...)                                                                \
 	do {                                                                            \
@@ -64,6 +65,16 @@ struct shared {
 	volatile uint64_t counter;
 	volatile pid_t tid;
 };
+
+static void dump(const char *name, struct json_object *j) {
+	_cleanup_free_ char *path = NULL;
+
+	if (!dump_dir || !j)
+		return;
+	CHECK(asprintf(&path, "%s/%s.json", dump_dir, name) > 0, "asprintf");
+	CHECK(path && json_object_to_file_ext(path, j, JSON_C_TO_STRING_PRETTY) == 0, "writing %s",
+	      strna(path));
+}
 
 static uint64_t now_ns(void) {
 	struct timespec ts;
@@ -236,6 +247,7 @@ static void test_stand_in(void) {
 		              json_object_get_uint64(ev) >= 2 * ROUNDS,
 		      "events: %s", json_object_to_json_string(ev));
 		printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
+		dump("probe-available", j);
 		json_object_put(j);
 	}
 
@@ -315,6 +327,11 @@ static void check_degraded(Probe *p, int r, ProbeUnavailable want, const char *w
 	CHECK(j && json_object_object_get_ex(j, "reason", &reason) &&
 	              streq(json_object_get_string(reason), probe_unavailable_to_string(want)),
 	      "%s: json reason", what);
+	if (want != PROBE_NO_PRIVILEGE) { /* that one runs as nobody */
+		char name[64];
+		snprintf(name, sizeof(name), "probe-%s", probe_unavailable_to_string(want));
+		dump(name, j);
+	}
 	json_object_put(j);
 }
 
@@ -382,6 +399,7 @@ static void test_this_kernel(void) {
 	CHECK(b.first_seq > 0 || b.has_init, "no init marker in a complete log");
 	CHECK(bootlog_to_json(&b, &j) == 0, "bootlog json");
 	printf("this kernel's boot: %s\n", json_object_to_json_string(j));
+	dump("bootlog", j);
 	json_object_put(j);
 	bootlog_done(&b);
 
@@ -424,6 +442,24 @@ static void test_this_kernel(void) {
 		CHECK((uint64_t)(err < 0 ? -err : err) <= tb.uncertainty_ns,
 		      "off by %lld ns, more than the stated %llu", (long long)err,
 		      (unsigned long long)tb.uncertainty_ns);
+		CHECK(timebase_to_json(&tb, &in, &j) == 0, "timebase json");
+		dump("timebase-tsc", j);
+		json_object_put(j);
+
+		/* the same samples as the lab sees them (TSC distrusted), with a stamp */
+		in.cpu.tsc_unstable = true;
+		in.stamps.entry = in.old_reboot.tsc + 1000;
+		CHECK(timebase_compute(&in, &tb) == 0 && tb.kind == TIMEBASE_REALTIME, "realtime");
+		CHECK(timebase_to_json(&tb, &in, &j) == 0, "timebase json");
+		dump("timebase-realtime", j);
+		json_object_put(j);
+
+		/* and a new kernel whose realtime lies before the reboot request */
+		in.new_start.realtime_ns = in.old_reboot.realtime_ns - 10000000000ULL;
+		CHECK(timebase_compute(&in, &tb) == 0 && tb.kind == TIMEBASE_NONE, "none");
+		CHECK(timebase_to_json(&tb, &in, &j) == 0, "timebase json");
+		dump("timebase-none", j);
+		json_object_put(j);
 	}
 }
 
@@ -433,6 +469,12 @@ int main(int argc, char *argv[]) {
 		return 77;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && streq(argv[1], "--dump"))
+		dump_dir = argv[2];
+	else if (argc != 1) {
+		fprintf(stderr, "usage: %s [--dump DIR]\n", argv[0]);
+		return 2;
+	}
 	test_unavailable();
 	test_stand_in();
 	test_trace_all();
