@@ -1,0 +1,781 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The decisions: handoff (verified or fast), per-VM strategy, commit
+ * preconditions. Pure functions of (Policy, facts): no I/O, no clock, no globals,
+ * so every combination can be tested exhaustively.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "path-util.h"
+#include "policy-internal.h"
+
+/* ---------- names ---------- */
+
+static const char *const handoff_mode_table[_POLICY_HANDOFF_MODE_MAX] = {
+	[POLICY_HANDOFF_MODE_VERIFIED] = "verified",
+	[POLICY_HANDOFF_MODE_FAST] = "fast",
+	[POLICY_HANDOFF_MODE_AUTO] = "auto",
+};
+
+static const char *const handoff_table[_POLICY_HANDOFF_MAX] = {
+	[POLICY_HANDOFF_VERIFIED] = "verified",
+	[POLICY_HANDOFF_FAST] = "fast",
+};
+
+static const char *const strategy_table[_POLICY_VM_STRATEGY_MAX] = {
+	[POLICY_VM_CHECKPOINT] = "checkpoint",
+	[POLICY_VM_PAUSE] = "pause",
+	[POLICY_VM_SHUTDOWN] = "shutdown",
+	[POLICY_VM_IGNORE] = "ignore",
+};
+
+static const char *const severity_table[_POLICY_REASON_SEVERITY_MAX] = {
+	[POLICY_REASON_INFO] = "info",
+	[POLICY_REASON_WARNING] = "warning",
+	[POLICY_REASON_BLOCKING] = "blocking",
+};
+
+static int table_lookup(const char *const *table, size_t n, const char *s) {
+	for (size_t i = 0; s && i < n; i++)
+		if (streq(table[i], s))
+			return (int)i;
+	return -1;
+}
+
+const char *policy_handoff_mode_to_string(PolicyHandoffMode m) {
+	return (unsigned)m < _POLICY_HANDOFF_MODE_MAX ? handoff_mode_table[m] : NULL;
+}
+
+int policy_handoff_mode_from_string(const char *s) {
+	return table_lookup(handoff_mode_table, _POLICY_HANDOFF_MODE_MAX, s);
+}
+
+const char *policy_handoff_to_string(PolicyHandoff h) {
+	return (unsigned)h < _POLICY_HANDOFF_MAX ? handoff_table[h] : NULL;
+}
+
+const char *policy_vm_strategy_to_string(PolicyVmStrategy s) {
+	return (unsigned)s < _POLICY_VM_STRATEGY_MAX ? strategy_table[s] : NULL;
+}
+
+int policy_vm_strategy_from_string(const char *s) {
+	return table_lookup(strategy_table, _POLICY_VM_STRATEGY_MAX, s);
+}
+
+const char *policy_reason_severity_to_string(PolicyReasonSeverity s) {
+	return (unsigned)s < _POLICY_REASON_SEVERITY_MAX ? severity_table[s] : NULL;
+}
+
+/* ---------- reasons ---------- */
+
+void policy_reasons_done(PolicyReasons *r) {
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		free(r->items[i].text);
+	free(r->items);
+	*r = (PolicyReasons){};
+}
+
+int policy_reasons_add(PolicyReasons *r, const char *code, PolicyReasonSeverity severity,
+                       const char *fmt, ...) {
+	_cleanup_free_ char *text = NULL;
+	PolicyReason *n;
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return -ENOMEM;
+	n = realloc(r->items, sizeof(*n) * (r->n + 1));
+	if (!n)
+		return -ENOMEM;
+	r->items = n;
+	r->items[r->n++] =
+	        (PolicyReason){ .code = code, .severity = severity, .text = TAKE_PTR(text) };
+	return 0;
+}
+
+bool policy_reasons_has(const PolicyReasons *r, const char *code) {
+	for (size_t i = 0; r && i < r->n; i++)
+		if (streq(r->items[i].code, code))
+			return true;
+	return false;
+}
+
+static bool reasons_blocking(const PolicyReasons *r) {
+	for (size_t i = 0; i < r->n; i++)
+		if (r->items[i].severity == POLICY_REASON_BLOCKING)
+			return true;
+	return false;
+}
+
+static void json_object_putp(json_object **j) {
+	if (*j)
+		json_object_put(*j);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
+/* Adds key: value to o; takes the value even on failure. */
+static int json_add(json_object *o, const char *key, json_object *v) {
+	if (!v)
+		return -ENOMEM;
+	if (json_object_object_add(o, key, v) < 0) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int policy_reasons_to_json(const PolicyReasons *r, json_object **ret) {
+	_cleanup_json_ json_object *a = NULL;
+
+	if (!r || !ret)
+		return -EINVAL;
+	a = json_object_new_array();
+	if (!a)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n; i++) {
+		_cleanup_json_ json_object *o = json_object_new_object();
+
+		if (!o || json_add(o, "code", json_object_new_string(r->items[i].code)) < 0 ||
+		    json_add(o, "severity",
+		             json_object_new_string(
+		                     policy_reason_severity_to_string(r->items[i].severity))) < 0 ||
+		    json_add(o, "text", json_object_new_string(r->items[i].text)) < 0)
+			return -ENOMEM;
+		if (json_object_array_add(a, o) < 0)
+			return -ENOMEM;
+		o = NULL;
+	}
+	*ret = TAKE_PTR(a);
+	return 0;
+}
+
+int policy_reasons_format(const PolicyReasons *r, const char *prefix, FILE *out) {
+	if (!r || !out)
+		return -EINVAL;
+	for (size_t i = 0; i < r->n; i++)
+		if (fprintf(out, "%s%s: %s: %s\n", strempty(prefix),
+		            policy_reason_severity_to_string(r->items[i].severity),
+		            r->items[i].code, r->items[i].text) < 0)
+			return -EIO;
+	return 0;
+}
+
+static const char *json_get_string(json_object *o, const char *key) {
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+int policy_reasons_format_json(json_object *reasons, const char *prefix, FILE *out) {
+	size_t n;
+
+	if (!out)
+		return -EINVAL;
+	if (!json_object_is_type(reasons, json_type_array))
+		return -EBADMSG;
+	n = json_object_array_length(reasons);
+	/* check all before printing any, so bad input prints nothing */
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(reasons, i);
+
+		if (!json_object_is_type(o, json_type_object) || !json_get_string(o, "code") ||
+		    !json_get_string(o, "text") || !json_get_string(o, "severity"))
+			return -EBADMSG;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_array_get_idx(reasons, i);
+
+		if (fprintf(out, "%s%s: %s: %s\n", strempty(prefix), json_get_string(o, "severity"),
+		            json_get_string(o, "code"), json_get_string(o, "text")) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+/* {"<name>": <value>, ..., "reasons": [...]}: the common tail of every decision. */
+static int json_finish(json_object *o, const PolicyReasons *r, json_object **ret) {
+	json_object *reasons = NULL;
+	int k;
+
+	k = policy_reasons_to_json(r, &reasons);
+	if (k < 0)
+		return k;
+	if (json_add(o, "reasons", reasons) < 0)
+		return -ENOMEM;
+	*ret = json_object_get(o);
+	return 0;
+}
+
+/* ---------- handoff ---------- */
+
+void policy_handoff_decision_done(HandoffDecision *d) {
+	if (d)
+		policy_reasons_done(&d->reasons);
+}
+
+/*
+ * The safety conditions for skipping purgatory's SHA-256 check. Anything known
+ * to be wrong blocks fast in every mode: the image is not the staged one, memory
+ * or machine-check errors were logged, devices may DMA into the new kernel, the
+ * kernel is tainted. A health fact the daemon could not establish (no EDAC
+ * driver, unreadable counters) blocks it under Mode=auto and is only a warning
+ * under Mode=fast: the operator vouches for what this host cannot measure.
+ */
+static int handoff_conditions(const Policy *p, const HandoffFacts *f, PolicyReasons *r) {
+	PolicyReasonSeverity unknown = p->mode == POLICY_HANDOFF_MODE_FAST ? POLICY_REASON_WARNING
+	                                                                   : POLICY_REASON_BLOCKING;
+	uint64_t taint;
+	char buf[32];
+
+	if (!p->allow_fast &&
+	    policy_reasons_add(
+	            r, "fast-not-allowed", POLICY_REASON_BLOCKING,
+	            "Fast handoff is not allowed on this host ([Handoff] AllowFast=no)") < 0)
+		return -ENOMEM;
+	if (!f->digests_at_stage &&
+	    policy_reasons_add(r, "no-stage-digests", POLICY_REASON_BLOCKING,
+	                       "The segment digests were not computed when the update was staged") <
+	            0)
+		return -ENOMEM;
+	if (!f->files_unchanged &&
+	    policy_reasons_add(r, "files-changed", POLICY_REASON_BLOCKING,
+	                       "The staged kernel or initrd changed (or could not be re-checked) "
+	                       "since staging") < 0)
+		return -ENOMEM;
+	if (!f->memory_map_unchanged &&
+	    policy_reasons_add(r, "memory-map-changed", POLICY_REASON_BLOCKING,
+	                       "The memory map changed (or is unknown) since the segments were "
+	                       "placed") < 0)
+		return -ENOMEM;
+
+	if (!f->have_mce) {
+		if (policy_reasons_add(r, "mce-unknown", unknown,
+		                       "The machine-check error count since boot is unknown") < 0)
+			return -ENOMEM;
+	} else if (f->mce_errors > 0 &&
+	           policy_reasons_add(r, "mce-errors", POLICY_REASON_BLOCKING,
+	                              "%" PRIu64 " machine-check error%s logged since boot",
+	                              f->mce_errors, f->mce_errors == 1 ? "" : "s") < 0)
+		return -ENOMEM;
+	if (!f->have_edac) {
+		if (policy_reasons_add(r, "edac-unknown", unknown,
+		                       "The EDAC memory error count since boot is unknown") < 0)
+			return -ENOMEM;
+	} else if (f->edac_errors > 0 &&
+	           policy_reasons_add(r, "memory-errors", POLICY_REASON_BLOCKING,
+	                              "%" PRIu64 " memory error%s (EDAC) logged since boot",
+	                              f->edac_errors, f->edac_errors == 1 ? "" : "s") < 0)
+		return -ENOMEM;
+	if (!f->iommu_enabled && !f->dma_quiesced &&
+	    policy_reasons_add(r, "iommu-off", POLICY_REASON_BLOCKING,
+	                       "The IOMMU is off and not every DMA-capable device is quiesced: a "
+	                       "device could write into the new kernel") < 0)
+		return -ENOMEM;
+	if (!f->have_taint) {
+		if (policy_reasons_add(r, "taint-unknown", unknown, "The kernel taint is unknown") <
+		    0)
+			return -ENOMEM;
+	} else {
+		taint = f->taint & ~p->allow_taint;
+		if (taint != 0 &&
+		    policy_reasons_add(r, "taint", POLICY_REASON_BLOCKING,
+		                       "The kernel is tainted (%s, value %" PRIu64
+		                       "); allow flags with [Handoff] AllowTaint=",
+		                       policy_taint_to_string(taint, buf), f->taint) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int policy_decide_handoff(const Policy *p, const HandoffFacts *facts, HandoffDecision *ret) {
+	HandoffDecision d = {};
+	int r;
+
+	if (!p || !facts || !ret)
+		return -EINVAL;
+	d.mode = p->mode;
+
+	/* 1. The invariant: nothing below can make the panic path fast. */
+	if (facts->panic_image) {
+		d.handoff = POLICY_HANDOFF_VERIFIED;
+		if (policy_reasons_add(&d.reasons, "panic-always-verified", POLICY_REASON_INFO,
+		                       "The panic (crash) image is always verified: after a panic "
+		                       "nothing proves the loaded segments are intact") < 0)
+			goto oom;
+		*ret = d;
+		return 0;
+	}
+
+	/* 2. The operator asked for verification. */
+	if (p->mode == POLICY_HANDOFF_MODE_VERIFIED) {
+		d.handoff = POLICY_HANDOFF_VERIFIED;
+		if (policy_reasons_add(&d.reasons, "mode-verified", POLICY_REASON_INFO,
+		                       "[Handoff] Mode=verified") < 0)
+			goto oom;
+		*ret = d;
+		return 0;
+	}
+
+	/* 3. fast or auto: fast only when nothing blocks it. */
+	r = handoff_conditions(p, facts, &d.reasons);
+	if (r < 0)
+		goto oom;
+	if (reasons_blocking(&d.reasons))
+		d.handoff = POLICY_HANDOFF_VERIFIED;
+	else {
+		d.handoff = POLICY_HANDOFF_FAST;
+		if (policy_reasons_add(
+		            &d.reasons,
+		            p->mode == POLICY_HANDOFF_MODE_AUTO ? "all-conditions-hold"
+		                                                : "mode-fast",
+		            POLICY_REASON_INFO,
+		            p->mode == POLICY_HANDOFF_MODE_AUTO
+		                    ? "Every safety condition for a fast handoff holds"
+		                    : "[Handoff] Mode=fast and nothing known blocks it") < 0)
+			goto oom;
+	}
+	*ret = d;
+	return 0;
+oom:
+	policy_handoff_decision_done(&d);
+	return -ENOMEM;
+}
+
+int policy_handoff_decision_to_json(const HandoffDecision *d, json_object **ret) {
+	_cleanup_json_ json_object *o = NULL;
+
+	if (!d || !ret)
+		return -EINVAL;
+	o = json_object_new_object();
+	if (!o ||
+	    json_add(o, "handoff", json_object_new_string(policy_handoff_to_string(d->handoff))) <
+	            0 ||
+	    json_add(o, "mode", json_object_new_string(policy_handoff_mode_to_string(d->mode))) < 0)
+		return -ENOMEM;
+	return json_finish(o, &d->reasons, ret);
+}
+
+/* ---------- VMs ---------- */
+
+void policy_vm_decision_done(VmDecision *d) {
+	if (!d)
+		return;
+	free(d->name);
+	free(d->rule);
+	policy_reasons_done(&d->reasons);
+	*d = (VmDecision){};
+}
+
+static bool metadata_has(const VmFacts *f, const char *pair) {
+	const char *eq = strchr(pair, '=');
+	size_t klen = (size_t)(eq - pair);
+
+	for (size_t i = 0; i < f->n_metadata; i++) {
+		const char *k = f->metadata[i].key, *v = f->metadata[i].value;
+
+		if (k && v && strlen(k) == klen && strncmp(k, pair, klen) == 0 && streq(v, eq + 1))
+			return true;
+	}
+	return false;
+}
+
+static bool rule_matches(const PolicyVmRule *rule, const VmFacts *f) {
+	if (rule->name_globs) {
+		bool any = false;
+
+		STRV_FOREACH (g, rule->name_globs) {
+			if (fnmatch(*g, f->name, 0) == 0) {
+				any = true;
+				break;
+			}
+		}
+		if (!any)
+			return false;
+	}
+	STRV_FOREACH (m, rule->metadata) {
+		if (!metadata_has(f, *m))
+			return false;
+	}
+	if (rule->memory_above != UINT64_MAX && !(f->memory_bytes > rule->memory_above))
+		return false;
+	if (rule->memory_below != UINT64_MAX && !(f->memory_bytes < rule->memory_below))
+		return false;
+	return true;
+}
+
+/* Adds a blocking reason when the strategy cannot be applied to this VM. */
+static int vm_refusals(const VmFacts *f, PolicyVmStrategy s, PolicyReasons *r) {
+	switch (s) {
+	case POLICY_VM_CHECKPOINT:
+		if (f->has_hostdev)
+			return policy_reasons_add(
+			        r, "hostdev-checkpoint", POLICY_REASON_BLOCKING,
+			        "VM '%s' has a passed-through host device: its state "
+			        "cannot be checkpointed",
+			        f->name);
+		return 0;
+	case POLICY_VM_PAUSE:
+		if (!f->memory_preserved)
+			return policy_reasons_add(
+			        r, "pause-memory-lost", POLICY_REASON_BLOCKING,
+			        "VM '%s' cannot be paused across the update: guest "
+			        "memory does not survive kexec on this kernel",
+			        f->name);
+		if (f->has_hostdev)
+			return policy_reasons_add(
+			        r, "hostdev-pause", POLICY_REASON_BLOCKING,
+			        "VM '%s' has a passed-through host device: the device "
+			        "is reset by the new kernel",
+			        f->name);
+		return 0;
+	case POLICY_VM_SHUTDOWN:
+		if (!f->persistent)
+			return policy_reasons_add(
+			        r, "transient-shutdown", POLICY_REASON_BLOCKING,
+			        "VM '%s' is transient: once shut down it cannot be "
+			        "started again",
+			        f->name);
+		return 0;
+	case POLICY_VM_IGNORE:
+		return policy_reasons_add(r, "vm-lost", POLICY_REASON_WARNING,
+		                          "VM '%s' is left alone: it stops with the old kernel",
+		                          f->name);
+	default:
+		return -EINVAL;
+	}
+}
+
+int policy_decide_vm(const Policy *p, const VmFacts *facts, VmDecision *ret) {
+	VmDecision d = {};
+	const PolicyVmRule *match = NULL;
+	int r;
+
+	if (!p || !facts || !facts->name || !ret || (facts->n_metadata > 0 && !facts->metadata))
+		return -EINVAL;
+
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (rule_matches(&p->rules[i], facts)) {
+			match = &p->rules[i];
+			break;
+		}
+
+	d.name = strdup(facts->name);
+	if (!d.name)
+		goto oom;
+	d.memory_bytes = facts->memory_bytes;
+	if (match) {
+		d.strategy = match->strategy;
+		d.rule = strdup(match->name);
+		if (!d.rule ||
+		    policy_reasons_add(&d.reasons, "rule", POLICY_REASON_INFO,
+		                       "Rule [VMRule:%s] matched VM '%s': %s", match->name,
+		                       facts->name, policy_vm_strategy_to_string(d.strategy)) < 0)
+			goto oom;
+	} else {
+		d.strategy = p->default_strategy;
+		if (policy_reasons_add(&d.reasons, "default-strategy", POLICY_REASON_INFO,
+		                       "No rule matched VM '%s': [VM] DefaultStrategy=%s",
+		                       facts->name, policy_vm_strategy_to_string(d.strategy)) < 0)
+			goto oom;
+	}
+
+	r = vm_refusals(facts, d.strategy, &d.reasons);
+	if (r == -ENOMEM)
+		goto oom;
+	if (r < 0) {
+		policy_vm_decision_done(&d);
+		return r;
+	}
+	d.refused = reasons_blocking(&d.reasons);
+	*ret = d;
+	return 0;
+oom:
+	policy_vm_decision_done(&d);
+	return -ENOMEM;
+}
+
+int policy_vm_decision_to_json(const VmDecision *d, json_object **ret) {
+	_cleanup_json_ json_object *o = NULL;
+
+	if (!d || !ret)
+		return -EINVAL;
+	o = json_object_new_object();
+	if (!o || json_add(o, "name", json_object_new_string(strempty(d->name))) < 0 ||
+	    json_add(o, "strategy",
+	             json_object_new_string(policy_vm_strategy_to_string(d->strategy))) < 0 ||
+	    json_add(o, "refused", json_object_new_boolean(d->refused)) < 0 ||
+	    json_add(o, "memory_bytes", json_object_new_uint64(d->memory_bytes)) < 0)
+		return -ENOMEM;
+	/* json-c's null is a NULL object */
+	if (d->rule ? json_add(o, "rule", json_object_new_string(d->rule)) < 0
+	            : json_object_object_add(o, "rule", NULL) < 0)
+		return -ENOMEM;
+	return json_finish(o, &d->reasons, ret);
+}
+
+/* ---------- commit ---------- */
+
+void policy_verdict_done(PolicyVerdict *v) {
+	if (v)
+		policy_reasons_done(&v->reasons);
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t margin_of(const Policy *p, uint64_t bytes) {
+	if (!p->margin_is_percent)
+		return p->free_space_margin;
+	/* bytes * pct / 100 without overflow: pct <= 1000 */
+	return add_sat((bytes / 100) * p->free_space_margin,
+	               (bytes % 100) * p->free_space_margin / 100);
+}
+
+static int commit_vms(const Policy *p, const CommitFacts *f, PolicyVerdict *v) {
+	uint64_t n_kept = 0, kept_memory = 0;
+
+	for (size_t i = 0; i < f->n_vms; i++) {
+		const VmDecision *vm = &f->vms[i];
+
+		if (vm->refused) {
+			if (policy_reasons_add(
+			            &v->reasons, "vm-refused", POLICY_REASON_BLOCKING,
+			            "VM '%s' cannot be handled with strategy %s", strna(vm->name),
+			            strna(policy_vm_strategy_to_string(vm->strategy))) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		if (vm->strategy == POLICY_VM_CHECKPOINT)
+			v->checkpoint_bytes = add_sat(v->checkpoint_bytes, vm->memory_bytes);
+		if (vm->strategy == POLICY_VM_CHECKPOINT || vm->strategy == POLICY_VM_PAUSE) {
+			n_kept++;
+			kept_memory = add_sat(kept_memory, vm->memory_bytes);
+		}
+	}
+	if (p->max_vms != UINT64_MAX && n_kept > p->max_vms &&
+	    policy_reasons_add(&v->reasons, "too-many-vms", POLICY_REASON_BLOCKING,
+	                       "%" PRIu64 " VMs would be preserved, [Commit] MaxVMs=%" PRIu64,
+	                       n_kept, p->max_vms) < 0)
+		return -ENOMEM;
+	if (p->max_vm_memory != UINT64_MAX && kept_memory > p->max_vm_memory &&
+	    policy_reasons_add(&v->reasons, "too-much-vm-memory", POLICY_REASON_BLOCKING,
+	                       "%" PRIu64 " bytes of VM memory would be preserved, [Commit] "
+	                       "MaxVMMemory=%" PRIu64,
+	                       kept_memory, p->max_vm_memory) < 0)
+		return -ENOMEM;
+
+	v->required_bytes = add_sat(v->checkpoint_bytes, margin_of(p, v->checkpoint_bytes));
+	if (v->checkpoint_bytes == 0)
+		return 0;
+	if (!f->have_free_space)
+		return policy_reasons_add(&v->reasons, "free-space-unknown", POLICY_REASON_BLOCKING,
+		                          "The free space in %s is unknown", p->checkpoint_dir);
+	if (f->checkpoint_free_bytes < v->required_bytes)
+		return policy_reasons_add(&v->reasons, "insufficient-space", POLICY_REASON_BLOCKING,
+		                          "Checkpoints need %" PRIu64 " bytes (with margin) in %s, "
+		                          "%" PRIu64 " are free",
+		                          v->required_bytes, p->checkpoint_dir,
+		                          f->checkpoint_free_bytes);
+	return 0;
+}
+
+int policy_check_commit(const Policy *p, const CommitFacts *facts, PolicyVerdict *ret) {
+	PolicyVerdict v = {};
+
+	if (!p || !facts || !ret || (facts->n_vms > 0 && !facts->vms))
+		return -EINVAL;
+
+	/* 1. The staged kernel is still what was staged, and still loaded. */
+	if (!facts->staged) {
+		if (policy_reasons_add(&v.reasons, "not-staged", POLICY_REASON_BLOCKING,
+		                       "No update is staged") < 0)
+			goto oom;
+	} else {
+		if (!facts->kernel_loaded &&
+		    policy_reasons_add(
+		            &v.reasons, "kernel-not-loaded", POLICY_REASON_BLOCKING,
+		            "The staged kernel is no longer loaded (kexec_loaded is 0)") < 0)
+			goto oom;
+		if (!facts->staged_unchanged &&
+		    policy_reasons_add(&v.reasons, "staged-changed", POLICY_REASON_BLOCKING,
+		                       "The staged files no longer match the digests recorded at "
+		                       "stage time") < 0)
+			goto oom;
+	}
+
+	/* 2. VMs: refusals, limits, checkpoint space. */
+	if (commit_vms(p, facts, &v) < 0)
+		goto oom;
+
+	/* 3. Maintenance window. */
+	if (p->window.set) {
+		if (!facts->have_time) {
+			if (policy_reasons_add(&v.reasons, "time-unknown", POLICY_REASON_BLOCKING,
+			                       "The local time is unknown: cannot check [Commit] "
+			                       "MaintenanceWindow=") < 0)
+				goto oom;
+		} else if (!policy_window_contains(
+		                   &p->window, facts->now.tm_wday,
+		                   (unsigned)(facts->now.tm_hour * 60 + facts->now.tm_min)) &&
+		           policy_reasons_add(&v.reasons, "outside-window", POLICY_REASON_BLOCKING,
+		                              "%02d:%02d (weekday %d) is outside [Commit] "
+		                              "MaintenanceWindow=",
+		                              facts->now.tm_hour, facts->now.tm_min,
+		                              facts->now.tm_wday) < 0)
+			goto oom;
+	}
+
+	v.allowed = !reasons_blocking(&v.reasons);
+	if (v.allowed && policy_reasons_add(&v.reasons, "preconditions-met", POLICY_REASON_INFO,
+	                                    "Every commit precondition holds") < 0)
+		goto oom;
+	*ret = v;
+	return 0;
+oom:
+	policy_verdict_done(&v);
+	return -ENOMEM;
+}
+
+int policy_verdict_to_json(const PolicyVerdict *v, json_object **ret) {
+	_cleanup_json_ json_object *o = NULL;
+
+	if (!v || !ret)
+		return -EINVAL;
+	o = json_object_new_object();
+	if (!o || json_add(o, "allowed", json_object_new_boolean(v->allowed)) < 0 ||
+	    json_add(o, "checkpoint_bytes", json_object_new_uint64(v->checkpoint_bytes)) < 0 ||
+	    json_add(o, "required_bytes", json_object_new_uint64(v->required_bytes)) < 0)
+		return -ENOMEM;
+	return json_finish(o, &v->reasons, ret);
+}
+
+/* ---------- the policy itself ---------- */
+
+bool policy_path_allowed(const Policy *p, const char *path) {
+	return p && path && path_is_below_any(path, p->allowed_roots);
+}
+
+static json_object *json_strv(char *const *l) {
+	json_object *a = json_object_new_array();
+
+	for (char *const *i = l; a && i && *i; i++) {
+		json_object *v = json_object_new_string(*i);
+
+		if (!v || json_object_array_add(a, v) < 0) {
+			json_object_put(v);
+			json_object_put(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_object *json_limit(uint64_t v) {
+	return v == UINT64_MAX ? json_object_new_string("infinity") : json_object_new_uint64(v);
+}
+
+static json_object *json_window(const PolicyWindow *w) {
+	static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	char buf[64];
+	size_t n = 0;
+
+	if (!w->set)
+		return json_object_new_string("");
+	for (int d = 1; d <= 7; d++) /* Monday first, as people write it */
+		if (w->days & (1u << (d % 7)))
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? "," : "",
+			                      days[d % 7]);
+	snprintf(buf + n, sizeof(buf) - n, " %02u:%02u-%02u:%02u", w->start / 60, w->start % 60,
+	         w->end / 60, w->end % 60);
+	return json_object_new_string(buf);
+}
+
+static int rule_to_json(const PolicyVmRule *r, json_object **ret) {
+	_cleanup_json_ json_object *o = json_object_new_object();
+
+	if (!o || json_add(o, "name", json_object_new_string(r->name)) < 0 ||
+	    json_add(o, "match_name", json_strv(r->name_globs)) < 0 ||
+	    json_add(o, "match_metadata", json_strv(r->metadata)) < 0 ||
+	    json_add(o, "strategy",
+	             json_object_new_string(policy_vm_strategy_to_string(r->strategy))) < 0)
+		return -ENOMEM;
+	/* no condition: null */
+	if ((r->memory_above == UINT64_MAX
+	             ? json_object_object_add(o, "memory_above", NULL)
+	             : json_add(o, "memory_above", json_object_new_uint64(r->memory_above))) < 0 ||
+	    (r->memory_below == UINT64_MAX
+	             ? json_object_object_add(o, "memory_below", NULL)
+	             : json_add(o, "memory_below", json_object_new_uint64(r->memory_below))) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(o);
+	return 0;
+}
+
+int policy_to_json(const Policy *p, json_object **ret) {
+	_cleanup_json_ json_object *o = NULL, *h = NULL, *paths = NULL, *c = NULL, *vm = NULL,
+	                           *rules = NULL;
+	char taint[32], margin[32];
+
+	if (!p || !ret)
+		return -EINVAL;
+	o = json_object_new_object();
+	h = json_object_new_object();
+	paths = json_object_new_object();
+	c = json_object_new_object();
+	vm = json_object_new_object();
+	rules = json_object_new_array();
+	if (!o || !h || !paths || !c || !vm || !rules)
+		return -ENOMEM;
+	if (p->margin_is_percent)
+		snprintf(margin, sizeof(margin), "%" PRIu64 "%%", p->free_space_margin);
+	else
+		snprintf(margin, sizeof(margin), "%" PRIu64, p->free_space_margin);
+
+	if (json_add(h, "mode", json_object_new_string(policy_handoff_mode_to_string(p->mode))) <
+	            0 ||
+	    json_add(h, "allow_fast", json_object_new_boolean(p->allow_fast)) < 0 ||
+	    json_add(h, "allow_taint",
+	             json_object_new_string(policy_taint_to_string(p->allow_taint, taint))) < 0 ||
+	    json_add(paths, "allowed_roots", json_strv(p->allowed_roots)) < 0 ||
+	    json_add(c, "maintenance_window", json_window(&p->window)) < 0 ||
+	    json_add(c, "max_vms", json_limit(p->max_vms)) < 0 ||
+	    json_add(c, "max_vm_memory", json_limit(p->max_vm_memory)) < 0 ||
+	    json_add(c, "checkpoint_dir", json_object_new_string(p->checkpoint_dir)) < 0 ||
+	    json_add(c, "free_space_margin", json_object_new_string(margin)) < 0 ||
+	    json_add(vm, "default_strategy",
+	             json_object_new_string(policy_vm_strategy_to_string(p->default_strategy))) <
+	            0 ||
+	    json_add(vm, "shutdown_timeout_sec",
+	             json_object_new_uint64(p->shutdown_timeout_usec / 1000000)) < 0 ||
+	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		json_object *r = NULL;
+
+		if (rule_to_json(&p->rules[i], &r) < 0)
+			return -ENOMEM;
+		if (json_object_array_add(rules, r) < 0) {
+			json_object_put(r);
+			return -ENOMEM;
+		}
+	}
+	if (json_add(o, "handoff", TAKE_PTR(h)) < 0 || json_add(o, "paths", TAKE_PTR(paths)) < 0 ||
+	    json_add(o, "commit", TAKE_PTR(c)) < 0 || json_add(o, "vm", TAKE_PTR(vm)) < 0 ||
+	    json_add(o, "rules", TAKE_PTR(rules)) < 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(o);
+	return 0;
+}

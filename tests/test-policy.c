@@ -1,0 +1,888 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The decisions: handoff, VM strategy, commit preconditions, reasons output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "macros.h"
+#include "policy-internal.h"
+
+#define GiB (UINT64_C(1) << 30)
+
+static Policy *policy_from(const char *text) {
+	Policy *p = NULL;
+	PolicyErrors e = {};
+
+	assert_int_equal(policy_new_default(&p), 0);
+	if (policy_parse_buffer(p, "test.conf", text, strlen(text), &e) < 0 ||
+	    policy_finish(p, &e) < 0) {
+		policy_errors_print(&e, stdout);
+		fail_msg("test configuration does not parse");
+	}
+	policy_errors_done(&e);
+	return p;
+}
+
+static const HandoffFacts all_safe = {
+	.digests_at_stage = true,
+	.files_unchanged = true,
+	.memory_map_unchanged = true,
+	.have_mce = true,
+	.have_edac = true,
+	.iommu_enabled = true,
+	.have_taint = true,
+};
+
+/* ---------- handoff ---------- */
+
+/* Facts from 11 bits, covering every safe/unsafe value of every condition. */
+#define N_FACT_BITS 11
+static HandoffFacts facts_from_bits(unsigned bits, bool panic) {
+	return (HandoffFacts){
+		.panic_image = panic,
+		.digests_at_stage = bits & 1,
+		.files_unchanged = bits & 2,
+		.memory_map_unchanged = bits & 4,
+		.have_mce = bits & 8,
+		.mce_errors = (bits & 16) ? 3 : 0,
+		.have_edac = bits & 32,
+		.edac_errors = (bits & 64) ? 1 : 0,
+		.iommu_enabled = bits & 128,
+		.dma_quiesced = bits & 256,
+		.have_taint = bits & 512,
+		.taint = (bits & 1024) ? (1u << 12) | (1u << 9) : 0, /* O and W */
+	};
+}
+
+/* The rules of docs/policy.md, written out independently of policy.c. */
+static bool expect_fast(const Policy *p, const HandoffFacts *f) {
+	bool intact = f->digests_at_stage && f->files_unchanged && f->memory_map_unchanged;
+	/* nothing known to be wrong; a count is only valid with its have_* flag */
+	bool no_known_problem = !(f->have_mce && f->mce_errors > 0) &&
+	                        !(f->have_edac && f->edac_errors > 0) &&
+	                        (f->iommu_enabled || f->dma_quiesced) &&
+	                        !(f->have_taint && (f->taint & ~p->allow_taint) != 0);
+	bool all_known = f->have_mce && f->have_edac && f->have_taint;
+
+	if (f->panic_image || !p->allow_fast)
+		return false;
+	switch (p->mode) {
+	case POLICY_HANDOFF_MODE_VERIFIED:
+		return false;
+	case POLICY_HANDOFF_MODE_FAST:
+		return intact && no_known_problem;
+	case POLICY_HANDOFF_MODE_AUTO:
+		return intact && no_known_problem && all_known;
+	default:
+		fail();
+	}
+	return false;
+}
+
+static void test_handoff_panic_always_verified(void **state) {
+	/* every mode x AllowFast x AllowTaint x every combination of facts */
+	static const uint64_t taints[] = { 0, UINT64_C(1) << 12, UINT64_MAX };
+	_cleanup_(policy_freep) Policy *p = policy_from("");
+	unsigned n = 0;
+
+	for (int mode = 0; mode < _POLICY_HANDOFF_MODE_MAX; mode++)
+		for (int allow = 0; allow < 2; allow++)
+			for (size_t t = 0; t < ELEMENTSOF(taints); t++)
+				for (unsigned bits = 0; bits < (1u << N_FACT_BITS); bits++) {
+					HandoffFacts f = facts_from_bits(bits, true);
+					HandoffDecision d = {};
+
+					p->mode = (PolicyHandoffMode)mode;
+					p->allow_fast = allow;
+					p->allow_taint = taints[t];
+					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+					assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+					assert_true(policy_reasons_has(&d.reasons,
+					                               "panic-always-verified"));
+					policy_handoff_decision_done(&d);
+					n++;
+				}
+	assert_int_equal(n, 3 * 2 * 3 * 2048);
+}
+
+static void test_handoff_panic_verified_from_config(void **state) {
+	/* every [Handoff] file the parser accepts for these keys, through the parser,
+	 * against every combination of facts */
+	static const char *const modes[] = { "", "Mode=verified\n", "Mode=fast\n", "Mode=auto\n",
+		                             "Mode=\n" };
+	static const char *const allow[] = { "", "AllowFast=yes\n", "AllowFast=no\n" };
+	static const char *const taint[] = { "", "AllowTaint=PFSRMBUDAWCIOELKXTN\n" };
+	unsigned n_fast_without_panic = 0;
+
+	for (size_t m = 0; m < ELEMENTSOF(modes); m++)
+		for (size_t a = 0; a < ELEMENTSOF(allow); a++)
+			for (size_t t = 0; t < ELEMENTSOF(taint); t++) {
+				_cleanup_(policy_freep) Policy *p = NULL;
+				_cleanup_free_ char *text = NULL;
+
+				assert_true(asprintf(&text, "[Handoff]\n%s%s%s", modes[m], allow[a],
+				                     taint[t]) > 0);
+				p = policy_from(text);
+				for (unsigned bits = 0; bits < (1u << N_FACT_BITS); bits++) {
+					HandoffFacts f = facts_from_bits(bits, true);
+					HandoffDecision d = {};
+
+					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+					assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+					assert_int_equal(d.reasons.n, 1);
+					assert_string_equal(d.reasons.items[0].code,
+					                    "panic-always-verified");
+					policy_handoff_decision_done(&d);
+
+					/* the same facts for the planned image do go fast sometimes */
+					f.panic_image = false;
+					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+					n_fast_without_panic += d.handoff == POLICY_HANDOFF_FAST;
+					policy_handoff_decision_done(&d);
+				}
+			}
+	assert_true(n_fast_without_panic > 0);
+}
+
+static void test_handoff_every_combination(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("");
+	unsigned fast[_POLICY_HANDOFF_MODE_MAX] = {};
+
+	for (int mode = 0; mode < _POLICY_HANDOFF_MODE_MAX; mode++)
+		for (int allow = 0; allow < 2; allow++)
+			for (int at = 0; at < 2; at++)
+				for (unsigned bits = 0; bits < (1u << N_FACT_BITS); bits++) {
+					HandoffFacts f = facts_from_bits(bits, false);
+					HandoffDecision d = {};
+					bool want;
+
+					p->mode = (PolicyHandoffMode)mode;
+					p->allow_fast = allow;
+					p->allow_taint = at ? (1u << 12) | (1u << 9) : 0;
+					want = expect_fast(p, &f);
+					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+					assert_int_equal(d.handoff, want ? POLICY_HANDOFF_FAST
+					                                 : POLICY_HANDOFF_VERIFIED);
+					assert_int_equal(d.mode, mode);
+					assert_true(d.reasons.n > 0);
+					fast[mode] += want;
+					policy_handoff_decision_done(&d);
+				}
+	/* the oracle is not trivially false; fast is laxer than auto (unknown facts) */
+	assert_int_equal(fast[POLICY_HANDOFF_MODE_VERIFIED], 0);
+	assert_true(fast[POLICY_HANDOFF_MODE_AUTO] > 0);
+	assert_true(fast[POLICY_HANDOFF_MODE_FAST] > fast[POLICY_HANDOFF_MODE_AUTO]);
+}
+
+static void test_handoff_zero_facts_never_fast(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Handoff]\nMode=fast\nAllowFast=yes\n");
+	HandoffFacts f = {};
+	HandoffDecision d = {};
+
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_true(policy_reasons_has(&d.reasons, "no-stage-digests"));
+	assert_true(policy_reasons_has(&d.reasons, "files-changed"));
+	policy_handoff_decision_done(&d);
+	p->mode = POLICY_HANDOFF_MODE_AUTO;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_true(policy_reasons_has(&d.reasons, "mce-unknown"));
+	assert_true(policy_reasons_has(&d.reasons, "taint-unknown"));
+	policy_handoff_decision_done(&d);
+}
+
+/* One unsafe condition at a time, under auto and fast. */
+static void spoil_handoff(HandoffFacts *f, size_t which) {
+	switch (which) {
+	case 0:
+		f->digests_at_stage = false;
+		break;
+	case 1:
+		f->files_unchanged = false;
+		break;
+	case 2:
+		f->memory_map_unchanged = false;
+		break;
+	case 3:
+		f->have_mce = false;
+		break;
+	case 4:
+		f->mce_errors = 2;
+		break;
+	case 5:
+		f->have_edac = false;
+		break;
+	case 6:
+		f->edac_errors = 1;
+		break;
+	case 7:
+		f->iommu_enabled = false;
+		break;
+	case 8:
+		f->have_taint = false;
+		break;
+	case 9:
+		f->taint = 1u << 7;
+		break;
+	default:
+		fail();
+	}
+}
+
+static void test_handoff_reason_codes(void **state) {
+	/* in the order of spoil_handoff() */
+	static const struct {
+		const char *code;
+		bool fast_mode_blocks; /* known problems block even Mode=fast */
+	} cases[] = {
+		{ "no-stage-digests", true },   { "files-changed", true },
+		{ "memory-map-changed", true }, { "mce-unknown", false },
+		{ "mce-errors", true },         { "edac-unknown", false },
+		{ "memory-errors", true },      { "iommu-off", true },
+		{ "taint-unknown", false },     { "taint", true },
+	};
+	_cleanup_(policy_freep) Policy *p = policy_from("[Handoff]\nAllowFast=yes\n");
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		HandoffFacts f = all_safe;
+		HandoffDecision d = {};
+
+		spoil_handoff(&f, i);
+		p->mode = POLICY_HANDOFF_MODE_AUTO;
+		assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+		assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+		assert_true(policy_reasons_has(&d.reasons, cases[i].code));
+		assert_int_equal(d.reasons.n, 1);
+		assert_int_equal(d.reasons.items[0].severity, POLICY_REASON_BLOCKING);
+		policy_handoff_decision_done(&d);
+
+		p->mode = POLICY_HANDOFF_MODE_FAST;
+		assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+		assert_int_equal(d.handoff, cases[i].fast_mode_blocks ? POLICY_HANDOFF_VERIFIED
+		                                                      : POLICY_HANDOFF_FAST);
+		assert_true(policy_reasons_has(&d.reasons, cases[i].code));
+		assert_int_equal(d.reasons.items[0].severity, cases[i].fast_mode_blocks
+		                                                      ? POLICY_REASON_BLOCKING
+		                                                      : POLICY_REASON_WARNING);
+		policy_handoff_decision_done(&d);
+	}
+}
+
+static void test_handoff_modes(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("");
+	HandoffFacts f = all_safe;
+	HandoffDecision d = {};
+
+	/* defaults: auto, but fast is not allowed on the host */
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_true(policy_reasons_has(&d.reasons, "fast-not-allowed"));
+	policy_handoff_decision_done(&d);
+
+	p->allow_fast = true;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+	assert_true(policy_reasons_has(&d.reasons, "all-conditions-hold"));
+	policy_handoff_decision_done(&d);
+
+	p->mode = POLICY_HANDOFF_MODE_VERIFIED;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_true(policy_reasons_has(&d.reasons, "mode-verified"));
+	policy_handoff_decision_done(&d);
+
+	p->mode = POLICY_HANDOFF_MODE_FAST;
+	p->allow_fast = false;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_true(policy_reasons_has(&d.reasons, "fast-not-allowed"));
+	policy_handoff_decision_done(&d);
+
+	/* IOMMU off but DMA quiesced is safe */
+	p->mode = POLICY_HANDOFF_MODE_AUTO;
+	p->allow_fast = true;
+	f.iommu_enabled = false;
+	f.dma_quiesced = true;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+	policy_handoff_decision_done(&d);
+
+	/* an allowed taint flag does not block, another one does */
+	f.taint = 1u << 12; /* O */
+	p->allow_taint = 1u << 12;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+	policy_handoff_decision_done(&d);
+	f.taint |= 1u << 7; /* D */
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_non_null(strstr(d.reasons.items[0].text, "(D,"));
+	policy_handoff_decision_done(&d);
+
+	assert_int_equal(policy_decide_handoff(NULL, &f, &d), -EINVAL);
+	assert_int_equal(policy_decide_handoff(p, NULL, &d), -EINVAL);
+	assert_int_equal(policy_decide_handoff(p, &f, NULL), -EINVAL);
+}
+
+/* ---------- VMs ---------- */
+
+static const char rules_conf[] = "[VM]\n"
+                                 "DefaultStrategy=checkpoint\n"
+                                 "[VMRule:gpu]\n"
+                                 "Metadata=role=gpu\n"
+                                 "Strategy=shutdown\n"
+                                 "[VMRule:scratch]\n"
+                                 "Name=ci-* scratch-?\n"
+                                 "Strategy=ignore\n"
+                                 "[VMRule:huge]\n"
+                                 "MemoryAbove=64G\n"
+                                 "Strategy=shutdown\n"
+                                 "[VMRule:small-db]\n"
+                                 "Name=db-*\n"
+                                 "Metadata=tier=gold\n"
+                                 "Metadata=site=a\n"
+                                 "MemoryBelow=4G\n"
+                                 "Strategy=pause\n";
+
+static void test_vm_rules(void **state) {
+	static const PolicyMetadata gpu[] = { { "role", "gpu" } };
+	static const PolicyMetadata gold_a[] = { { "tier", "gold" }, { "site", "a" } };
+	static const PolicyMetadata gold_b[] = { { "tier", "gold" }, { "site", "b" } };
+	static const PolicyMetadata role_gpux[] = { { "role", "gpux" }, { "rolex", "gpu" } };
+	static const struct {
+		VmFacts facts;
+		PolicyVmStrategy strategy;
+		const char *rule;
+		bool refused;
+		const char *code;
+	} cases[] = {
+		/* no rule: the default */
+		{ { .name = "web-1", .memory_bytes = 2 * GiB, .persistent = true },
+		  POLICY_VM_CHECKPOINT,
+		  NULL,
+		  false,
+		  "default-strategy" },
+		/* metadata match beats later rules; exact key and value */
+		{ { .name = "ci-gpu",
+		    .memory_bytes = 128 * GiB,
+		    .persistent = true,
+		    .metadata = gpu,
+		    .n_metadata = 1 },
+		  POLICY_VM_SHUTDOWN,
+		  "gpu",
+		  false,
+		  "rule" },
+		{ { .name = "web-2", .persistent = true, .metadata = role_gpux, .n_metadata = 2 },
+		  POLICY_VM_CHECKPOINT,
+		  NULL,
+		  false,
+		  "default-strategy" },
+		/* any of several globs */
+		{ { .name = "ci-42", .persistent = true },
+		  POLICY_VM_IGNORE,
+		  "scratch",
+		  false,
+		  "vm-lost" },
+		{ { .name = "scratch-7", .persistent = true },
+		  POLICY_VM_IGNORE,
+		  "scratch",
+		  false,
+		  "rule" },
+		{ { .name = "scratch-77", .persistent = true },
+		  POLICY_VM_CHECKPOINT,
+		  NULL,
+		  false,
+		  NULL },
+		/* memory: strictly above */
+		{ { .name = "big", .memory_bytes = 64 * GiB, .persistent = true },
+		  POLICY_VM_CHECKPOINT,
+		  NULL,
+		  false,
+		  NULL },
+		{ { .name = "big", .memory_bytes = 64 * GiB + 1, .persistent = true },
+		  POLICY_VM_SHUTDOWN,
+		  "huge",
+		  false,
+		  NULL },
+		/* every condition of a rule must hold */
+		{ { .name = "db-1",
+		    .memory_bytes = 2 * GiB,
+		    .memory_preserved = true,
+		    .metadata = gold_a,
+		    .n_metadata = 2 },
+		  POLICY_VM_PAUSE,
+		  "small-db",
+		  false,
+		  "rule" },
+		{ { .name = "db-1",
+		    .memory_bytes = 2 * GiB,
+		    .persistent = true,
+		    .metadata = gold_b,
+		    .n_metadata = 2 },
+		  POLICY_VM_CHECKPOINT,
+		  NULL,
+		  false,
+		  NULL },
+		{ { .name = "db-1",
+		    .memory_bytes = 4 * GiB,
+		    .persistent = true,
+		    .metadata = gold_a,
+		    .n_metadata = 2 },
+		  POLICY_VM_CHECKPOINT,
+		  NULL,
+		  false,
+		  NULL },
+		/* refusals */
+		{ { .name = "nic-pt", .has_hostdev = true, .persistent = true },
+		  POLICY_VM_CHECKPOINT,
+		  NULL,
+		  true,
+		  "hostdev-checkpoint" },
+		{ { .name = "db-1", .memory_bytes = 1 * GiB, .metadata = gold_a, .n_metadata = 2 },
+		  POLICY_VM_PAUSE,
+		  "small-db",
+		  true,
+		  "pause-memory-lost" },
+		{ { .name = "db-1",
+		    .memory_bytes = 1 * GiB,
+		    .memory_preserved = true,
+		    .has_hostdev = true,
+		    .metadata = gold_a,
+		    .n_metadata = 2 },
+		  POLICY_VM_PAUSE,
+		  "small-db",
+		  true,
+		  "hostdev-pause" },
+		{ { .name = "ci-gpu", .metadata = gpu, .n_metadata = 1 },
+		  POLICY_VM_SHUTDOWN,
+		  "gpu",
+		  true,
+		  "transient-shutdown" },
+		/* a passed-through device is fine for shutdown */
+		{ { .name = "ci-gpu",
+		    .has_hostdev = true,
+		    .persistent = true,
+		    .metadata = gpu,
+		    .n_metadata = 1 },
+		  POLICY_VM_SHUTDOWN,
+		  "gpu",
+		  false,
+		  NULL },
+	};
+	_cleanup_(policy_freep) Policy *p = policy_from(rules_conf);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		VmDecision d = {};
+
+		print_message("case %zu: %s\n", i, cases[i].facts.name);
+		assert_int_equal(policy_decide_vm(p, &cases[i].facts, &d), 0);
+		assert_string_equal(d.name, cases[i].facts.name);
+		assert_int_equal(d.strategy, cases[i].strategy);
+		if (cases[i].rule)
+			assert_string_equal(d.rule, cases[i].rule);
+		else
+			assert_null(d.rule);
+		assert_int_equal(d.refused, cases[i].refused);
+		assert_true(d.memory_bytes == cases[i].facts.memory_bytes);
+		if (cases[i].code)
+			assert_true(policy_reasons_has(&d.reasons, cases[i].code));
+		policy_vm_decision_done(&d);
+	}
+}
+
+static void test_vm_pause_needs_preserved_memory(void **state) {
+	/* pause is refused on a stock kernel, for every VM shape */
+	_cleanup_(policy_freep) Policy *p = policy_from("[VM]\nDefaultStrategy=pause\n");
+
+	for (unsigned bits = 0; bits < 8; bits++) {
+		VmFacts f = { .name = "v",
+			      .has_hostdev = bits & 1,
+			      .persistent = bits & 2,
+			      .memory_bytes = (bits & 4) ? 512 * GiB : 0 };
+		VmDecision d = {};
+
+		assert_int_equal(policy_decide_vm(p, &f, &d), 0);
+		assert_int_equal(d.strategy, POLICY_VM_PAUSE);
+		assert_true(d.refused);
+		assert_true(policy_reasons_has(&d.reasons, "pause-memory-lost"));
+		policy_vm_decision_done(&d);
+		f.memory_preserved = true;
+		assert_int_equal(policy_decide_vm(p, &f, &d), 0);
+		assert_int_equal(d.refused, f.has_hostdev);
+		policy_vm_decision_done(&d);
+	}
+}
+
+static void test_vm_invalid(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("");
+	VmFacts f = { .name = NULL };
+	VmDecision d = { .strategy = 77 };
+
+	assert_int_equal(policy_decide_vm(p, &f, &d), -EINVAL);
+	f.name = "x";
+	f.n_metadata = 1;
+	assert_int_equal(policy_decide_vm(p, &f, &d), -EINVAL);
+	assert_int_equal(d.strategy, 77); /* untouched */
+}
+
+/* ---------- commit ---------- */
+
+static VmDecision vm(const char *name, PolicyVmStrategy s, uint64_t mem, bool refused) {
+	return (VmDecision){
+		.name = (char *)name, .strategy = s, .memory_bytes = mem, .refused = refused
+	};
+}
+
+static void test_commit_preconditions(void **state) {
+	static const char conf[] = "[Commit]\n"
+	                           "MaintenanceWindow=Sat,Sun 02:00-04:00\n"
+	                           "MaxVMs=3\n"
+	                           "MaxVMMemory=32G\n"
+	                           "FreeSpaceMargin=10%\n";
+	const struct tm sat_0300 = { .tm_wday = 6, .tm_hour = 3, .tm_min = 0 };
+	const struct tm sat_0400 = { .tm_wday = 6, .tm_hour = 4, .tm_min = 0 };
+	const struct tm fri_0300 = { .tm_wday = 5, .tm_hour = 3, .tm_min = 0 };
+	VmDecision two[] = { vm("a", POLICY_VM_CHECKPOINT, 10 * GiB, false),
+		             vm("b", POLICY_VM_SHUTDOWN, 100 * GiB, false) };
+	VmDecision refused[] = { vm("a", POLICY_VM_CHECKPOINT, 1 * GiB, true) };
+	VmDecision four[] = { vm("a", POLICY_VM_CHECKPOINT, 1, false),
+		              vm("b", POLICY_VM_PAUSE, 1, false),
+		              vm("c", POLICY_VM_CHECKPOINT, 1, false),
+		              vm("d", POLICY_VM_PAUSE, 1, false) };
+	VmDecision heavy[] = { vm("a", POLICY_VM_PAUSE, 20 * GiB, false),
+		               vm("b", POLICY_VM_CHECKPOINT, 13 * GiB, false) };
+	const CommitFacts good = { .vms = two,
+		                   .n_vms = 2,
+		                   .have_free_space = true,
+		                   .checkpoint_free_bytes = 11 * GiB,
+		                   .staged = true,
+		                   .kernel_loaded = true,
+		                   .staged_unchanged = true,
+		                   .have_time = true,
+		                   .now = sat_0300 };
+	static const char *const cases[] = {
+		NULL, /* allowed */
+		"not-staged",
+		"kernel-not-loaded",
+		"staged-changed",
+		"insufficient-space",
+		"free-space-unknown",
+		"outside-window",
+		"outside-window",
+		"time-unknown",
+	};
+	_cleanup_(policy_freep) Policy *p = policy_from(conf);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		CommitFacts f = good;
+		PolicyVerdict v = {};
+
+		switch (i) {
+		case 1:
+			f.staged = false;
+			break;
+		case 2:
+			f.kernel_loaded = false;
+			break;
+		case 3:
+			f.staged_unchanged = false;
+			break;
+		case 4:
+			f.checkpoint_free_bytes = 11 * GiB - 1;
+			break;
+		case 5:
+			f.have_free_space = false;
+			break;
+		case 6:
+			f.now = fri_0300;
+			break;
+		case 7:
+			f.now = sat_0400;
+			break;
+		case 8:
+			f.have_time = false;
+			break;
+		}
+		assert_int_equal(policy_check_commit(p, &f, &v), 0);
+		assert_int_equal(v.allowed, cases[i] == NULL);
+		assert_true(policy_reasons_has(&v.reasons, cases[i] ?: "preconditions-met"));
+		/* only the checkpointed VM counts for space; 10 GiB + 10% */
+		assert_true(v.checkpoint_bytes == 10 * GiB);
+		assert_true(v.required_bytes == 11 * GiB);
+		policy_verdict_done(&v);
+	}
+
+	{
+		CommitFacts f = good;
+		PolicyVerdict v = {};
+
+		f.vms = refused;
+		f.n_vms = 1;
+		assert_int_equal(policy_check_commit(p, &f, &v), 0);
+		assert_false(v.allowed);
+		assert_true(policy_reasons_has(&v.reasons, "vm-refused"));
+		policy_verdict_done(&v);
+
+		f.vms = four;
+		f.n_vms = 4;
+		assert_int_equal(policy_check_commit(p, &f, &v), 0);
+		assert_false(v.allowed);
+		assert_true(policy_reasons_has(&v.reasons, "too-many-vms"));
+		policy_verdict_done(&v);
+		f.n_vms = 3;
+		assert_int_equal(policy_check_commit(p, &f, &v), 0);
+		assert_true(v.allowed);
+		policy_verdict_done(&v);
+
+		f.vms = heavy;
+		f.n_vms = 2;
+		f.checkpoint_free_bytes = 100 * GiB;
+		assert_int_equal(policy_check_commit(p, &f, &v), 0);
+		assert_false(v.allowed);
+		assert_true(policy_reasons_has(&v.reasons, "too-much-vm-memory"));
+		assert_false(policy_reasons_has(&v.reasons, "insufficient-space"));
+		policy_verdict_done(&v);
+
+		/* several failures are all reported */
+		f.staged = false;
+		f.have_time = false;
+		assert_int_equal(policy_check_commit(p, &f, &v), 0);
+		assert_true(policy_reasons_has(&v.reasons, "not-staged"));
+		assert_true(policy_reasons_has(&v.reasons, "time-unknown"));
+		assert_true(policy_reasons_has(&v.reasons, "too-much-vm-memory"));
+		assert_int_equal(v.reasons.n, 3);
+		policy_verdict_done(&v);
+	}
+}
+
+static void test_commit_margin_bytes_and_no_window(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Commit]\nFreeSpaceMargin=1G\n");
+	VmDecision one[] = { vm("a", POLICY_VM_CHECKPOINT, 3 * GiB, false) };
+	CommitFacts f = { .vms = one,
+		          .n_vms = 1,
+		          .have_free_space = true,
+		          .checkpoint_free_bytes = 4 * GiB,
+		          .staged = true,
+		          .kernel_loaded = true,
+		          .staged_unchanged = true };
+	PolicyVerdict v = {};
+
+	/* no window configured: the time is not needed */
+	assert_int_equal(policy_check_commit(p, &f, &v), 0);
+	assert_true(v.allowed);
+	assert_true(v.required_bytes == 4 * GiB);
+	policy_verdict_done(&v);
+	f.checkpoint_free_bytes--;
+	assert_int_equal(policy_check_commit(p, &f, &v), 0);
+	assert_false(v.allowed);
+	policy_verdict_done(&v);
+
+	/* no checkpoint at all: free space is irrelevant */
+	one[0].strategy = POLICY_VM_SHUTDOWN;
+	f.have_free_space = false;
+	assert_int_equal(policy_check_commit(p, &f, &v), 0);
+	assert_true(v.allowed);
+	policy_verdict_done(&v);
+
+	/* sizes that overflow saturate instead of wrapping into "enough" */
+	one[0].strategy = POLICY_VM_CHECKPOINT;
+	one[0].memory_bytes = UINT64_MAX - 10;
+	f.have_free_space = true;
+	f.checkpoint_free_bytes = UINT64_MAX - 1;
+	assert_int_equal(policy_check_commit(p, &f, &v), 0);
+	assert_false(v.allowed);
+	assert_true(v.required_bytes == UINT64_MAX);
+	policy_verdict_done(&v);
+
+	f.vms = NULL;
+	assert_int_equal(policy_check_commit(p, &f, &v), -EINVAL);
+}
+
+/* ---------- output ---------- */
+
+static void test_reasons_json_and_text(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Handoff]\nMode=fast\nAllowFast=yes\n");
+	HandoffFacts f = all_safe;
+	HandoffDecision d = {};
+	json_object *j = NULL, *a, *r0, *v;
+	_cleanup_free_ char *text = NULL;
+	size_t size = 0;
+	FILE *out;
+
+	f.have_edac = false; /* no EDAC driver: Mode=fast accepts it with a warning */
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+
+	assert_int_equal(policy_handoff_decision_to_json(&d, &j), 0);
+	assert_true(json_object_object_get_ex(j, "handoff", &v));
+	assert_string_equal(json_object_get_string(v), "fast");
+	assert_true(json_object_object_get_ex(j, "mode", &v));
+	assert_string_equal(json_object_get_string(v), "fast");
+	assert_true(json_object_object_get_ex(j, "reasons", &a));
+	assert_int_equal(json_object_array_length(a), 2);
+	r0 = json_object_array_get_idx(a, 0);
+	assert_true(json_object_object_get_ex(r0, "code", &v));
+	assert_string_equal(json_object_get_string(v), "edac-unknown");
+	assert_true(json_object_object_get_ex(r0, "severity", &v));
+	assert_string_equal(json_object_get_string(v), "warning");
+	assert_true(json_object_object_get_ex(r0, "text", &v));
+	assert_non_null(strstr(json_object_get_string(v), "EDAC"));
+	json_object_put(j);
+
+	out = open_memstream(&text, &size);
+	assert_non_null(out);
+	assert_int_equal(policy_reasons_format(&d.reasons, "  ", out), 0);
+	fclose(out);
+	assert_string_equal(text, "  warning: edac-unknown: The EDAC memory error count since boot "
+	                          "is unknown\n"
+	                          "  info: mode-fast: [Handoff] Mode=fast and nothing known blocks "
+	                          "it\n");
+
+	/* the JSON form, as upgradectl receives it, formats to the same text */
+	{
+		_cleanup_free_ char *text2 = NULL;
+		json_object *rj = NULL, *bad;
+
+		assert_int_equal(policy_reasons_to_json(&d.reasons, &rj), 0);
+		out = open_memstream(&text2, &size);
+		assert_int_equal(policy_reasons_format_json(rj, "  ", out), 0);
+		fclose(out);
+		assert_string_equal(text2, text);
+		json_object_put(rj);
+
+		bad = json_tokener_parse("[{\"code\":\"x\",\"severity\":\"info\"}]");
+		assert_int_equal(policy_reasons_format_json(bad, "", stdout), -EBADMSG);
+		json_object_put(bad);
+		bad = json_tokener_parse("{\"code\":\"x\"}");
+		assert_int_equal(policy_reasons_format_json(bad, "", stdout), -EBADMSG);
+		json_object_put(bad);
+		assert_int_equal(policy_reasons_format_json(NULL, "", stdout), -EBADMSG);
+	}
+	policy_handoff_decision_done(&d);
+}
+
+static void test_vm_and_verdict_json(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from(rules_conf);
+	VmFacts f = { .name = "ci-1", .memory_bytes = 5, .persistent = true };
+	VmDecision d = {};
+	PolicyVerdict verdict = {};
+	CommitFacts cf = { .n_vms = 1 };
+	json_object *j = NULL, *v;
+
+	assert_int_equal(policy_decide_vm(p, &f, &d), 0);
+	assert_int_equal(policy_vm_decision_to_json(&d, &j), 0);
+	assert_string_equal(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+	                    "{\"name\":\"ci-1\",\"strategy\":\"ignore\",\"refused\":false,"
+	                    "\"memory_bytes\":5,\"rule\":\"scratch\",\"reasons\":["
+	                    "{\"code\":\"rule\",\"severity\":\"info\",\"text\":\"Rule "
+	                    "[VMRule:scratch] matched VM 'ci-1': ignore\"},"
+	                    "{\"code\":\"vm-lost\",\"severity\":\"warning\",\"text\":\"VM 'ci-1' "
+	                    "is left alone: it stops with the old kernel\"}]}");
+	json_object_put(j);
+	policy_vm_decision_done(&d);
+
+	f.name = "other";
+	assert_int_equal(policy_decide_vm(p, &f, &d), 0);
+	assert_int_equal(policy_vm_decision_to_json(&d, &j), 0);
+	assert_true(json_object_object_get_ex(j, "rule", &v));
+	assert_null(v);
+	json_object_put(j);
+
+	cf.vms = &d;
+	assert_int_equal(policy_check_commit(p, &cf, &verdict), 0);
+	assert_int_equal(policy_verdict_to_json(&verdict, &j), 0);
+	assert_true(json_object_object_get_ex(j, "allowed", &v));
+	assert_false(json_object_get_boolean(v));
+	assert_true(json_object_object_get_ex(j, "checkpoint_bytes", &v));
+	assert_int_equal(json_object_get_int64(v), 5);
+	json_object_put(j);
+	policy_verdict_done(&verdict);
+	policy_vm_decision_done(&d);
+}
+
+static void test_policy_json(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Handoff]\nAllowTaint=O E\n"
+	                                                "[Commit]\nMaintenanceWindow=Sat,Sun,Mon "
+	                                                "22:00-24:00\nMaxVMs=4\n"
+	                                                "FreeSpaceMargin=1G\n"
+	                                                "[VMRule:r]\nName=a*\nStrategy=pause\n");
+	_cleanup_(policy_freep) Policy *d = policy_from("");
+	json_object *j = NULL;
+
+	assert_int_equal(policy_to_json(p, &j), 0);
+	assert_string_equal(
+	        json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
+	                                                  JSON_C_TO_STRING_NOSLASHESCAPE),
+	        "{\"handoff\":{\"mode\":\"auto\",\"allow_fast\":false,\"allow_taint\":\"OE\"},"
+	        "\"paths\":{\"allowed_roots\":[\"/boot\",\"/var/lib/upgraded/images\"]},"
+	        "\"commit\":{\"maintenance_window\":\"Mon,Sat,Sun 22:00-24:00\",\"max_vms\":4,"
+	        "\"max_vm_memory\":\"infinity\",\"checkpoint_dir\":\"/var/lib/upgraded/"
+	        "checkpoints\","
+	        "\"free_space_margin\":\"1073741824\"},"
+	        "\"vm\":{\"default_strategy\":\"checkpoint\",\"shutdown_timeout_sec\":120,"
+	        "\"save_parallel\":2},"
+	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
+	        "\"strategy\":\"pause\",\"memory_above\":null,\"memory_below\":null}]}");
+	json_object_put(j);
+	assert_int_equal(policy_to_json(d, &j), 0);
+	assert_non_null(strstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+	                       "\"maintenance_window\":\"\",\"max_vms\":\"infinity\""));
+	json_object_put(j);
+}
+
+static void test_path_allowed(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Paths]\nAllowedRoots=/srv/k\n");
+
+	assert_true(policy_path_allowed(p, "/boot/vmlinuz-6.1.0-57-cloud-amd64"));
+	assert_true(policy_path_allowed(p, "/var/lib/upgraded/images/a/b"));
+	assert_true(policy_path_allowed(p, "/srv/k/vmlinuz"));
+	assert_true(policy_path_allowed(p, "/srv/k"));
+	assert_false(policy_path_allowed(p, "/srv/kernels/vmlinuz"));
+	assert_false(policy_path_allowed(p, "/boot/../etc/shadow"));
+	assert_false(policy_path_allowed(p, "boot/vmlinuz"));
+	assert_false(policy_path_allowed(p, "/bootx/vmlinuz"));
+	assert_false(policy_path_allowed(p, "/"));
+	assert_false(policy_path_allowed(p, NULL));
+	assert_false(policy_path_allowed(NULL, "/boot/x"));
+}
+
+static void test_names(void **state) {
+	for (int i = 0; i < _POLICY_HANDOFF_MODE_MAX; i++)
+		assert_int_equal(policy_handoff_mode_from_string(policy_handoff_mode_to_string(i)),
+		                 i);
+	for (int i = 0; i < _POLICY_VM_STRATEGY_MAX; i++)
+		assert_int_equal(policy_vm_strategy_from_string(policy_vm_strategy_to_string(i)),
+		                 i);
+	assert_int_equal(policy_handoff_mode_from_string("Fast"), -1);
+	assert_int_equal(policy_vm_strategy_from_string(NULL), -1);
+	assert_null(policy_handoff_mode_to_string(_POLICY_HANDOFF_MODE_MAX));
+	assert_null(policy_handoff_to_string(-1));
+	assert_string_equal(policy_handoff_to_string(POLICY_HANDOFF_FAST), "fast");
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_handoff_panic_always_verified),
+		cmocka_unit_test(test_handoff_panic_verified_from_config),
+		cmocka_unit_test(test_handoff_every_combination),
+		cmocka_unit_test(test_handoff_zero_facts_never_fast),
+		cmocka_unit_test(test_handoff_reason_codes),
+		cmocka_unit_test(test_handoff_modes),
+		cmocka_unit_test(test_vm_rules),
+		cmocka_unit_test(test_vm_pause_needs_preserved_memory),
+		cmocka_unit_test(test_vm_invalid),
+		cmocka_unit_test(test_commit_preconditions),
+		cmocka_unit_test(test_commit_margin_bytes_and_no_window),
+		cmocka_unit_test(test_reasons_json_and_text),
+		cmocka_unit_test(test_vm_and_verdict_json),
+		cmocka_unit_test(test_policy_json),
+		cmocka_unit_test(test_path_allowed),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
