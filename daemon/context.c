@@ -85,6 +85,7 @@ int context_new(const char *root, const KexecBackend *backend, Context **ret) {
 Context *context_free(Context *c) {
 	if (!c)
 		return NULL;
+	policy_free(c->policy);
 	free(c->root);
 	free(c->state_dir);
 	strv_free(c->allowed_roots);
@@ -99,6 +100,23 @@ Context *context_free(Context *c) {
 	free(c->hooks);
 	free(c);
 	return NULL;
+}
+
+int context_set_policy(Context *c, Policy *p) {
+	char **roots = NULL;
+
+	if (!p)
+		return -EINVAL;
+	STRV_FOREACH (r, p->allowed_roots)
+		if (strv_extend(&roots, *r) < 0) {
+			strv_free(roots);
+			return -ENOMEM;
+		}
+	strv_free(c->allowed_roots);
+	c->allowed_roots = roots;
+	policy_free(c->policy);
+	c->policy = p;
+	return 0;
 }
 
 int context_add_hook(Context *c, HookKind kind, const char *name, HookFunc func, void *userdata) {
@@ -791,22 +809,83 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	return 0;
 }
 
-int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_reason) {
-	const char *mode = "verified", *why;
+/* Facts the policy asks for that are cheap and honest to give at commit time;
+ * everything not measured stays zero ("unknown"), which never allows fast. */
+static void gather_handoff_facts(Context *c, HandoffFacts *f) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	unsigned long long taint;
 
-	/* Until the policy library decides: verified always. The kexec_file backend
-	 * can do nothing else (the kernel's purgatory always checks SHA-256). */
-	if (!(c->backend->supported_modes & KEXEC_IMAGE_FAST))
-		why = "backend always verifies";
-	else
-		why = "default: verify every segment";
-	*ret_mode = strdup(mode);
-	*ret_reason = strdup(why);
-	if (!*ret_mode || !*ret_reason) {
-		free(*ret_mode);
-		free(*ret_reason);
-		return -ENOMEM;
+	*f = (HandoffFacts){ .digests_at_stage = true };
+	if (path_prefix_root(c->root, "/proc/sys/kernel/tainted", &path) >= 0 &&
+	    read_file_full(path, 64, &data, NULL) >= 0 &&
+	    safe_atou64(strstrip(data), &taint) >= 0) {
+		f->have_taint = true;
+		f->taint = taint;
 	}
+}
+
+static int reasons_to_text(const PolicyReasons *reasons, char **ret) {
+	_cleanup_free_ char *buf = NULL;
+	size_t size = 0;
+	FILE *f;
+	int r;
+
+	f = open_memstream(&buf, &size);
+	if (!f)
+		return -ENOMEM;
+	r = policy_reasons_format(reasons, "", f);
+	if (fclose(f) != 0 && r >= 0)
+		r = -ENOMEM;
+	if (r < 0)
+		return r;
+	/* One line per reason -> "; "-separated, for a property and the report. */
+	while (size > 0 && buf[size - 1] == '\n')
+		buf[--size] = '\0';
+	for (char *p = buf; p && *p; p++)
+		if (*p == '\n')
+			*p = ';';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_reason) {
+	_cleanup_free_ char *mode = NULL, *why = NULL;
+	bool fast = false;
+	int r;
+
+	/* 1. The policy decides (when loaded); 2. the backend limits what is possible. */
+	if (c->policy) {
+		HandoffDecision d = {};
+		HandoffFacts facts;
+
+		gather_handoff_facts(c, &facts);
+		r = policy_decide_handoff(c->policy, &facts, &d);
+		if (r < 0)
+			return r;
+		fast = d.handoff == POLICY_HANDOFF_FAST;
+		r = reasons_to_text(&d.reasons, &why);
+		policy_handoff_decision_done(&d);
+		if (r < 0)
+			return r;
+	} else {
+		why = strdup("no policy loaded: verify every segment");
+		if (!why)
+			return -ENOMEM;
+	}
+	if (fast && !(c->backend->supported_modes & KEXEC_IMAGE_FAST)) {
+		_cleanup_free_ char *more = NULL;
+
+		if (asprintf(&more, "%s; backend %s always verifies", why, c->backend->name) < 0)
+			return -ENOMEM;
+		free(why);
+		why = TAKE_PTR(more);
+		fast = false;
+	}
+	mode = strdup(fast ? "fast" : "verified");
+	if (!mode)
+		return -ENOMEM;
+	*ret_mode = TAKE_PTR(mode);
+	*ret_reason = TAKE_PTR(why);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <systemd/sd-bus.h>
 
 #include "kexec-backend.h"
+#include "policy.h"
 #include "update.h"
 
 typedef struct Context Context;
@@ -58,6 +59,7 @@ typedef int (*PersistHook)(Context *c, Update *u, unsigned step, void *userdata)
 
 struct Context {
 	char *root;      /* NULL for "/" */
+	Policy *policy;  /* NULL: built-in behaviour (unit tests); owned */
 	char *state_dir; /* <root>/var/lib/upgraded */
 	char **allowed_roots;
 	uid_t image_owner;
@@ -97,6 +99,10 @@ Context *context_free(Context *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Context *, context_free);
 
 int context_add_hook(Context *c, HookKind kind, const char *name, HookFunc func, void *userdata);
+
+/* Takes ownership of p: its [Paths] AllowedRoots= replace the default directories
+ * and context_decide_handoff() asks it. */
+int context_set_policy(Context *c, Policy *p);
 
 /* Reads every record below state_dir/updates. Unreadable records are logged and
  * left on disk untouched (never overwritten). */

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "macros.h"
 #include "path-util.h"
+#include "policy.h"
 
 typedef struct Args {
 	const char *root;
@@ -191,12 +192,9 @@ static int run(int argc, char *argv[]) {
 	if (r <= 0)
 		return r;
 
-	if (a.check_config) {
-		/* The configuration (/etc/upgraded/upgraded.conf) is parsed by the policy
-		 * library; until it is linked there is nothing to check. */
-		log_notice("No configuration checks available yet; nothing to validate.");
-		return 0;
-	}
+	if (a.check_config)
+		/* Prints "FILE:LINE: message" per error and a summary. */
+		return policy_check_config(a.root, stdout) < 0 ? -EBADMSG : 0;
 
 	if (a.backend) {
 		backend = kexec_backend_find(a.backend);
@@ -206,6 +204,24 @@ static int run(int argc, char *argv[]) {
 	r = context_new(a.root, backend, &c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up: %m");
+	{
+		PolicyErrors errs = {};
+		Policy *p = NULL;
+
+		/* A broken configuration must not be half-applied: refuse to start. */
+		r = policy_load(a.root, &p, &errs);
+		if (r < 0) {
+			policy_errors_print(&errs, stderr);
+			policy_errors_done(&errs);
+			return log_error_errno(r, "Failed to load the configuration: %m");
+		}
+		policy_errors_done(&errs);
+		r = context_set_policy(c, p);
+		if (r < 0) {
+			policy_free(p);
+			return log_oom();
+		}
+	}
 	if (a.running_kernel) {
 		free(c->running_kernel);
 		c->running_kernel = strdup(a.running_kernel);

@@ -638,6 +638,40 @@ static void test_context_ignores_damaged_records(void **state) {
 	}
 }
 
+/* With a policy loaded, it decides the handoff and its [Paths] rule the staging. */
+static void test_context_policy_decides(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
+	Policy *p = NULL;
+	Update *u = NULL;
+
+	assert_int_equal(policy_new_default(&p), 0);
+	strv_free(p->allowed_roots);
+	p->allowed_roots = NULL;
+	assert_int_equal(strv_extend(&p->allowed_roots, "/var/lib/upgraded/images"), 0);
+	assert_int_equal(context_set_policy(c, p), 0);
+
+	/* /boot is no longer allowed. */
+	assert_true(context_stage(c, &req, &u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_NOT_ALLOWED_PATH));
+	sd_bus_error_free(&e);
+	context_free(c);
+
+	/* Default policy: the zero facts never allow fast; the reasons say why. */
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	assert_int_equal(policy_new_default(&p), 0);
+	assert_int_equal(context_set_policy(c, p), 0);
+	u = stage(c, &e);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_string_equal(u->handoff, "verified");
+	assert_non_null(u->handoff_reason);
+	assert_true(strlen(u->handoff_reason) > 0);
+	assert_string_not_equal(u->handoff_reason, "no policy loaded: verify every segment");
+	context_free(c);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
@@ -654,6 +688,7 @@ int main(void) {
 		T(test_context_crash_at_every_step_of_a_good_update),
 		T(test_context_crash_at_every_step_of_a_failing_update),
 		T(test_context_ignores_damaged_records),
+		T(test_context_policy_decides),
 	};
 #undef T
 	log_set_max_level(LOG_CRIT);

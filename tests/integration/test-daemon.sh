@@ -136,6 +136,14 @@ for verb in stage commit cancel status list report show describe; do
 done
 expect_fail "unknown verb is a usage error" 2 "Unknown verb" "$CTL" frobnicate
 
+# ---- configuration (policy library) ----
+check "--check-config with no configuration is fine" "$UPGRADED" --root="$ROOT" --check-config
+mkdir -p "$ROOT/etc/upgraded"
+printf '[Handoff]\nMode=bogus\n' >"$ROOT/etc/upgraded/upgraded.conf"
+expect_fail "--check-config names the bad line" 1 "upgraded.conf:2" bash -c "'$UPGRADED' --root='$ROOT' --check-config 1>&2"
+expect_fail "the daemon refuses to start on a broken configuration" 1 "upgraded.conf:2" "$UPGRADED" --root="$ROOT" --backend=record
+rm "$ROOT/etc/upgraded/upgraded.conf"
+
 # ---- default backend on a kernel without kexec: named error, nothing changes ----
 check "daemon starts with the kexec_file backend" start_daemon kexec_file
 D0=$(describe)
