@@ -58,7 +58,7 @@ typedef struct Verb {
 	const char *help;
 } Verb;
 
-/* ---- helpers ---- */
+/* ---- internal functions ---- */
 
 static int exit_code_for_error(const sd_bus_error *e) {
 	static const struct {

@@ -35,7 +35,7 @@ static void pending_auth_free(PendingAuth *p) {
 	free(p);
 }
 
-/* ---- helpers ---- */
+/* ---- internal functions ---- */
 
 int update_object_path(const Update *u, char **ret) {
 	if (asprintf(ret, "%s/%s", UPGRADE_UPDATE_PREFIX, u->id) < 0)

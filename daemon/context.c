@@ -136,7 +136,7 @@ int context_add_hook(Context *c, HookKind kind, const char *name, HookFunc func,
 	return 0;
 }
 
-/* ---- helpers ---- */
+/* ---- internal functions ---- */
 
 static int context_add_update(Context *c, Update *u) {
 	Update **n = realloc(c->updates, (c->n_updates + 1) * sizeof(*n));
@@ -478,10 +478,11 @@ int context_load(Context *c) {
 
 		if (u->state != UPDATE_DONE && u->state != UPDATE_FAILED)
 			continue;
-		if (context_report_path(c, u->id, &p) < 0 || access(p, F_OK) < 0)
+		if (u->n_stamps == 0 || context_report_path(c, u->id, &p) < 0 ||
+		    access(p, F_OK) < 0)
 			continue;
 		s = &u->stamps[u->n_stamps - 1];
-		if (u->n_stamps > 0 && s->realtime_usec >= newest) {
+		if (s->realtime_usec >= newest) {
 			newest = s->realtime_usec;
 			if (update_set_string(&c->last_report, u->id) < 0)
 				return -ENOMEM;

@@ -166,7 +166,7 @@ bool update_hook_done(const Update *u, const char *key) {
 	return false;
 }
 
-/* JSON helpers: NULL strings become JSON null. */
+/* JSON accessors: NULL strings become JSON null. */
 static void add_str(json_object *o, const char *k, const char *v) {
 	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
 }

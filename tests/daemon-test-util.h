@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Helpers for the daemon's unit tests: temporary roots and crafted images. */
+/* Shared by the daemon's unit tests: temporary roots and crafted images. */
 
 #include <fcntl.h>
 #include <stdint.h>

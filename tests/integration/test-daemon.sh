@@ -144,6 +144,8 @@ expect_fail "--check-config names the bad line" 1 "upgraded.conf:2" bash -c "'$U
 expect_fail "the daemon refuses to start on a broken configuration" 1 "upgraded.conf:2" "$UPGRADED" --root="$ROOT" --backend=record
 rm "$ROOT/etc/upgraded/upgraded.conf"
 
+expect_fail "no daemon on the bus -> exit 8" 8 "org.upgraded.Upgrade1" "$CTL" status
+
 # ---- default backend on a kernel without kexec: named error, nothing changes ----
 check "daemon starts with the kexec_file backend" start_daemon kexec_file
 D0=$(describe)
