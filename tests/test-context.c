@@ -638,6 +638,37 @@ static void test_context_ignores_damaged_records(void **state) {
 	}
 }
 
+/* With crash memory reserved, the staged kernel is also the (verified) crash image,
+ * and cancelling drops both. */
+static void test_context_crash_image(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_free_ char *dir = NULL, *path = NULL, *data = NULL;
+	World *w = *state;
+	Context *c;
+	Update *u;
+
+	assert_true(asprintf(&dir, "%s/sys/kernel", w->root) > 0);
+	assert_int_equal(mkdir_p(dir, 0755), 0);
+	assert_int_equal(
+	        test_write_file(w->root, "/sys/kernel/kexec_crash_size", "268435456\n", 0644), 0);
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	u = stage(c, &e);
+	assert_true(u->crash_image_loaded);
+	assert_int_equal(kexec_backend_record.is_loaded(w->root, 0), 1);
+	assert_int_equal(kexec_backend_record.is_loaded(w->root, KEXEC_IMAGE_PANIC), 1);
+	assert_true(asprintf(&path, "%s/run/upgraded/kexec-record.json", w->root) > 0);
+	assert_int_equal(read_file_full(path, 1 << 20, &data, NULL), 0);
+	/* The panic load never asks for a fast handoff. */
+	assert_non_null(strstr(data, "\"panic\":true"));
+	assert_null(strstr(data, "\"mode\":\"fast\""));
+	assert_disk_matches(w, c, u);
+
+	assert_int_equal(context_cancel(c, "", &e), 0);
+	assert_int_equal(kexec_backend_record.is_loaded(w->root, 0), 0);
+	assert_int_equal(kexec_backend_record.is_loaded(w->root, KEXEC_IMAGE_PANIC), 0);
+	context_free(c);
+}
+
 /* With a policy loaded, it decides the handoff and its [Paths] rule the staging. */
 static void test_context_policy_decides(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -689,6 +720,7 @@ int main(void) {
 		T(test_context_crash_at_every_step_of_a_failing_update),
 		T(test_context_ignores_damaged_records),
 		T(test_context_policy_decides),
+		T(test_context_crash_image),
 	};
 #undef T
 	log_set_max_level(LOG_CRIT);
