@@ -63,8 +63,7 @@ static const char *const unusable_table[_LOADER_UNUSABLE_MAX] = {
 	[LOADER_UNUSABLE_LOCKDOWN] =
 	        "kernel lockdown (integrity or confidentiality) forbids kexec_load",
 	[LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP] =
-	        "EFI-booted host without /sys/firmware/efi/runtime-map: kexec_load cannot pass EFI "
-	        "state",
+	        "EFI-booted host without /sys/firmware/efi/runtime-map (EFI state unknown)",
 	[LOADER_UNUSABLE_EFI_UNSUPPORTED] =
 	        "EFI-booted host: this loader does not pass EFI runtime state yet",
 	[LOADER_UNUSABLE_LOAD_DISABLED] = "kexec_load is disabled (kernel.kexec_load_disabled=1)",
