@@ -544,6 +544,48 @@ static void test_loader_syscall_enosys(void **state) {
 	loader_image_free(img);
 }
 
+/* The real Debian kernel through the whole builder, when it is cached. */
+static void test_loader_build_real_vmlinuz(void **state) {
+	static const char *const dirs[] = { TEST_KERNEL_DIRS };
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+	const struct loader_segment *s;
+	const struct bzimage_info *bz;
+	const uint64_t ram[][2] = { { 0x100000, 0xbfffffff }, { 0x100000000, 0x63fffffff } };
+	_cleanup_free_ char *path = NULL;
+	int fd;
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs) && !path; i++) {
+		_cleanup_free_ char *p = NULL;
+
+		if (asprintf(&p, "%s/vmlinuz-6.1.0-57-cloud-amd64", dirs[i]) >= 0 &&
+		    access(p, R_OK) == 0)
+			path = TAKE_PTR(p);
+	}
+	if (!path) {
+		print_message("[ SKIP     ] no vmlinuz-6.1.0-57-cloud-amd64 in: %s\n",
+		              TEST_KERNEL_DIRS_STR);
+		skip();
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	o.kernel_fd = fd;
+	assert_int_equal(loader_image_build(&o, &img, NULL, NULL), 0);
+	close(fd);
+
+	loader_image_segments(img, &s);
+	assert_segments_sane(img, ram, ELEMENTSOF(ram));
+	bz = loader_image_bzimage(img);
+	assert_string_equal(bz->release, "6.1.0-57-cloud-amd64");
+	/* pref_address 16 MiB is free RAM here; init_size 0x3378000 is page aligned. */
+	assert_int_equal(s[LOADER_SEG_KERNEL].mem, 0x1000000);
+	assert_int_equal(s[LOADER_SEG_KERNEL].memsz, 0x3378000);
+	assert_int_equal(s[LOADER_SEG_KERNEL].bufsz, bz->kernel_size);
+	assert_int_equal(loader_image_params(img)->entry_rip, 0x1000200);
+	loader_image_free(img);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_loader_build_machine_map, setup, teardown),
@@ -557,6 +599,7 @@ int main(void) {
 		cmocka_unit_test(test_loader_strings),
 		cmocka_unit_test_setup_teardown(test_loader_is_loaded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_syscall_enosys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loader_build_real_vmlinuz, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
