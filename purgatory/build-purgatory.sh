@@ -7,6 +7,7 @@
 # the build instead of failing between two kernels.
 #
 # Usage: build-purgatory.sh OUTPUT SRCDIR OBJCOPY CC [CC-ARGS...] -- SOURCES...
+# Also writes OUTPUT.sym: "purgatory_entry_c <hex offset>".
 set -eu
 
 out=$1
@@ -50,3 +51,5 @@ if [ "$addr" != "0000000000000040" ]; then
         exit 1
 fi
 cp "$tmp/p-0x0.bin" "$out"
+# Offsets the tests use to call purgatory's C entry in a user-space harness.
+nm "$tmp/p-0x0.elf" | awk '$3 == "purgatory_entry_c" { print "purgatory_entry_c", $1 }' >"$out.sym"
