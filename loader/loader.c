@@ -761,6 +761,13 @@ const struct bzimage_info *loader_image_bzimage(const struct loader_image *img) 
 	return &img->bz;
 }
 
+void loader_image_corrupt_digest_for_test(struct loader_image *img) {
+	struct purgatory_params *pp =
+	        (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
+
+	pp->digests[0].sha256[0] ^= 0x01;
+}
+
 /* --- the syscall ----------------------------------------------------------- */
 
 int loader_image_load(const struct loader_image *img) {

@@ -123,5 +123,9 @@ int loader_image_load(const struct loader_image *img);
 /* Unloads the normal (or crash) image: kexec_load with no segments. */
 int loader_unload(bool panic);
 
+/* Tests only (the lab's corruption test): flips one bit of the kernel
+ * segment's recorded digest, so a verified handoff must refuse and reset. */
+void loader_image_corrupt_digest_for_test(struct loader_image *img);
+
 /* Whether a normal (or crash) image is loaded, from /sys/kernel/kexec_*loaded. */
 int loader_is_loaded(const char *root, bool panic);
