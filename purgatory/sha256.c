@@ -49,18 +49,23 @@ static inline void store_be32(uint8_t *p, uint32_t v) {
 	p[3] = v;
 }
 
-#define CH(x, y, z)  (((x) & (y)) ^ (~(x) & (z)))
-#define MAJ(x, y, z) (((x) & (y)) ^ ((x) & (z)) ^ ((y) & (z)))
-#define BSIG0(x)     (ror32((x), 2) ^ ror32((x), 13) ^ ror32((x), 22))
-#define BSIG1(x)     (ror32((x), 6) ^ ror32((x), 11) ^ ror32((x), 25))
-#define SSIG0(x)     (ror32((x), 7) ^ ror32((x), 18) ^ ((x) >> 3))
-#define SSIG1(x)     (ror32((x), 17) ^ ror32((x), 19) ^ ((x) >> 10))
+#define CH(x, y, z) ((((y) ^ (z)) & (x)) ^ (z))
+#define BSIG0(x)    (ror32((x), 2) ^ ror32((x), 13) ^ ror32((x), 22))
+#define BSIG1(x)    (ror32((x), 6) ^ ror32((x), 11) ^ ror32((x), 25))
+#define SSIG0(x)    (ror32((x), 7) ^ ror32((x), 18) ^ ((x) >> 3))
+#define SSIG1(x)    (ror32((x), 17) ^ ror32((x), 19) ^ ((x) >> 10))
 
-/* One round with the working variables renamed instead of shifted. wk is W[t] + K[t]. */
+/*
+ * One round with the working variables renamed instead of shifted. wk is
+ * W[t] + K[t]. Maj(a,b,c) = b ^ ((a ^ b) & (b ^ c)), and this round's b ^ c is
+ * the previous round's a ^ b, carried in `bc`: two operations instead of five.
+ */
 #define ROUND(a, b, c, d, e, f, g, h, wk)                                \
 	do {                                                             \
 		uint32_t t1 = (h) + BSIG1(e) + CH((e), (f), (g)) + (wk); \
-		uint32_t t2 = BSIG0(a) + MAJ((a), (b), (c));             \
+		uint32_t ab = (a) ^ (b);                                 \
+		uint32_t t2 = BSIG0(a) + ((b) ^ (ab & bc));              \
+		bc = ab;                                                 \
 		(d) += t1;                                               \
 		(h) = t1 + t2;                                           \
 	} while (0)
@@ -70,6 +75,7 @@ static inline __attribute__((always_inline)) void sha256_rounds_wk(uint32_t stat
                                                                    const uint32_t wk[64]) {
 	uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
 	uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+	uint32_t bc = b ^ c;
 
 	for (unsigned t = 0; t < 64; t += 8) {
 		ROUND(a, b, c, d, e, f, g, h, wk[t + 0]);
@@ -97,6 +103,7 @@ static void sha256_blocks_generic(uint32_t state[8], const uint8_t *data, size_t
 	for (; nblocks > 0; nblocks--, data += SHA256_BLOCK_SIZE) {
 		uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
 		uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+		uint32_t bc = b ^ c;
 		uint32_t w[16];
 
 		for (unsigned i = 0; i < 16; i++)
