@@ -29,6 +29,7 @@ static bool arg_panic = false;
 static bool arg_dry_run = false;
 static bool arg_corrupt = false;
 static unsigned arg_console_port = PURGATORY_CONSOLE_COM1;
+static const char *arg_dump = NULL;
 
 static void help(void) {
 	printf("loader-tool COMMAND [OPTIONS]\n\n"
@@ -52,6 +53,8 @@ static void help(void) {
 	       "  --console-port N       Serial port for purgatory's mismatch line (0: none,\n"
 	       "                         default 0x3f8)\n"
 	       "  --dry-run              Build and print the segments, do not load\n"
+	       "  --dump-segments DIR    Also write each segment to DIR/<name>.bin and their\n"
+	       "                         addresses and the entry to DIR/segments (for emulators)\n"
 	       "  --test-corrupt-digest  Tests only: record a wrong kernel digest, so a verified\n"
 	       "                         handoff must refuse and reset\n"
 	       "  -h --help              Show this help\n");
@@ -68,6 +71,7 @@ static int parse_argv(int argc, char **argv) {
 		ARG_CONSOLE_PORT,
 		ARG_DRY_RUN,
 		ARG_CORRUPT,
+		ARG_DUMP,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -80,6 +84,7 @@ static int parse_argv(int argc, char **argv) {
 		{ "console-port", required_argument, NULL, ARG_CONSOLE_PORT },
 		{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
 		{ "test-corrupt-digest", no_argument, NULL, ARG_CORRUPT },
+		{ "dump-segments", required_argument, NULL, ARG_DUMP },
 		{},
 	};
 	int c;
@@ -131,6 +136,9 @@ static int parse_argv(int argc, char **argv) {
 		case ARG_CORRUPT:
 			arg_corrupt = true;
 			break;
+		case ARG_DUMP:
+			arg_dump = optarg;
+			break;
 		default:
 			return -EINVAL;
 		}
@@ -157,6 +165,39 @@ static int reuse_cmdline(char **ret) {
 	}
 	*ret = TAKE_PTR(out);
 	return 0;
+}
+
+/* DIR/<name>.bin per segment (buffer only: the rest of memsz is zero) and
+ * DIR/segments with "name address file" lines and "entry address". */
+static int dump_segments(const struct loader_image *img, const char *const names[]) {
+	_cleanup_free_ char *index = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	const struct loader_segment *s;
+	size_t n = loader_image_segments(img, &s);
+	int r;
+
+	r = mkdir_p(arg_dump, 0755);
+	if (r < 0)
+		return r;
+	if (asprintf(&index, "%s/segments", arg_dump) < 0)
+		return -ENOMEM;
+	f = fopen(index, "we");
+	if (!f)
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *p = NULL;
+
+		if (!s[i].memsz)
+			continue;
+		if (asprintf(&p, "%s/%s.bin", arg_dump, names[i]) < 0)
+			return -ENOMEM;
+		r = write_file_atomic(p, s[i].buf, s[i].bufsz, 0644);
+		if (r < 0)
+			return r;
+		fprintf(f, "%s 0x%" PRIx64 " %s\n", names[i], s[i].mem, p);
+	}
+	fprintf(f, "entry 0x%" PRIx64 "\n", loader_image_entry(img));
+	return fflush(f) == 0 ? 0 : -errno;
 }
 
 static int verb_load(const char *kernel) {
@@ -220,6 +261,15 @@ static int verb_load(const char *kernel) {
 	       arg_mode == LOADER_MODE_FAST ? "fast" : "verified", arg_panic ? ", panic" : "",
 	       arg_corrupt ? ", CORRUPTED DIGEST (test)" : "");
 	printf("  cmdline   %s\n", loader_image_cmdline(img));
+	if (arg_dump) {
+		r = dump_segments(img, names);
+		if (r < 0) {
+			fprintf(stderr, "Failed to dump segments to '%s': %s\n", arg_dump,
+			        strerror(-r));
+			loader_image_free(img);
+			return r;
+		}
+	}
 
 	if (!arg_dry_run) {
 		r = loader_image_load(img);

@@ -9,6 +9,7 @@
  * port and exits QEMU through isa-debug-exit. Built by test-loader-qemu.py.
  */
 
+#define HANDOFF_ENTRY 0x700000 /* above the stub's image, which multiboot overwrites */
 #define MB_MAGIC 0x1BADB002
 #define MB_FLAGS 0x00000000
 	.section .multiboot, "a"
@@ -68,8 +69,15 @@ long_mode:
 	movl	%eax, %es
 	movl	%eax, %ss
 	movabsq	$0xdeadbeef, %rsp
+	/* The entry: the qword at HANDOFF_ENTRY when an emulator put one there
+	 * (real-kernel runs place segments with -device loader), else the blob
+	 * embedded at 0x200000. */
+	movabsq	$HANDOFF_ENTRY, %rax
+	movq	(%rax), %rax
+	testq	%rax, %rax
+	jnz	7f
 	movabsq	$0x200000, %rax
-	jmp	*%rax
+7:	jmp	*%rax
 
 	.section .fakekernel, "ax"
 	.code64
