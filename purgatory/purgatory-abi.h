@@ -89,7 +89,9 @@ struct purgatory_params {
 	/* Written by purgatory as it runs (also readable from a crash dump). */
 	struct purgatory_stamps stamps;
 	uint32_t sha256_impl; /* Sha256Impl purgatory picked */
-	uint32_t reserved0;
+	/* 0: the implementation measured fastest at run time; otherwise
+	 * Sha256Impl + 1, used when the CPU supports it (tests, diagnostics). */
+	uint32_t sha256_impl_request;
 
 	struct purgatory_digest digests[PURGATORY_MAX_DIGESTS];
 };
@@ -103,6 +105,8 @@ _Static_assert(offsetof(struct purgatory_params, stamps_addr) == 40, "stamps_add
 _Static_assert(offsetof(struct purgatory_params, console_port) == 52, "console_port offset");
 _Static_assert(offsetof(struct purgatory_params, stamps) == 56, "stamps offset");
 _Static_assert(offsetof(struct purgatory_params, sha256_impl) == 80, "sha256_impl offset");
+_Static_assert(offsetof(struct purgatory_params, sha256_impl_request) == 84,
+               "sha256_impl_request offset");
 _Static_assert(offsetof(struct purgatory_params, digests) == 88, "digests offset");
 _Static_assert(sizeof(struct purgatory_params) == 88 + 48 * PURGATORY_MAX_DIGESTS,
                "purgatory_params size");

@@ -120,7 +120,13 @@ void purgatory_main(struct purgatory_params *p) {
 
 	/* 2. Verification. */
 	if (verify) {
-		Sha256Impl best = sha256_impl_best();
+		Sha256Impl best;
+
+		if (p->sha256_impl_request != 0 &&
+		    sha256_impl_supported((Sha256Impl)(p->sha256_impl_request - 1)))
+			best = (Sha256Impl)(p->sha256_impl_request - 1);
+		else
+			best = sha256_impl_calibrate();
 
 		p->sha256_impl = best;
 		impl = impl_char(best);

@@ -227,6 +227,11 @@ static void test_sha256_impl_selection(void **state) {
 	assert_null(sha256_impl_to_string(_SHA256_IMPL_MAX));
 	assert_false(sha256_impl_supported(_SHA256_IMPL_INVALID));
 
+	/* Calibration picks a supported implementation. */
+	assert_true(sha256_impl_supported(sha256_impl_calibrate()));
+	print_message("[ INFO     ] measured fastest here: %s\n",
+	              sha256_impl_to_string(sha256_impl_calibrate()));
+
 	sha256_init_impl(&ctx, _SHA256_IMPL_INVALID);
 	assert_int_equal(ctx.impl, SHA256_IMPL_GENERIC);
 	sha256_init(&ctx);
