@@ -606,10 +606,14 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 			FAIL(LOADER_ERR_NO_CRASH_RESERVATION, -ENOENT);
 		memcpy(ram, crash, nr_crash * sizeof(crash[0]));
 		nr_ram = nr_crash;
-	} else
+	} else {
 		for (size_t i = 0; i < nr_map; i++)
 			if (map[i].type == E820_TYPE_RAM)
 				ram[nr_ram++] = map[i];
+		/* Keep out of the crash reservation: a panic image lives there. An
+		 * unreadable /proc/iomem only means we cannot tell. */
+		(void)read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
+	}
 
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
@@ -620,6 +624,9 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 	for (size_t i = 0; i < nr_map; i++)
 		if (map[i].type != E820_TYPE_RAM)
 			placer_block(pl, map[i].start, map[i].end);
+	if (!o->panic)
+		for (size_t i = 0; i < nr_crash; i++)
+			placer_block(pl, crash[i].start, crash[i].end);
 
 	/* 4. The kernel: pref_address when free, else the lowest aligned hole
 	 * (below 4 GiB first). It needs init_size bytes from its load address. */

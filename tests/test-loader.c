@@ -324,6 +324,36 @@ static void test_loader_build_avoids_reserved(void **state) {
 	loader_image_free(img);
 }
 
+/* A normal image stays out of the crash reservation (where the panic image
+ * lives), even when pref_address falls inside it. */
+static void test_loader_build_avoids_crash_reservation(void **state) {
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+	const struct loader_segment *s;
+	const uint64_t ram[][2] = { { 0x100000, 0xbfffffff }, { 0x100000000, 0x63fffffff } };
+
+	write_root_file(f->root, "/proc/iomem",
+	                "00100000-bfffffff : System RAM\n"
+	                "  01000000-08ffffff : Crash kernel\n"
+	                "  70000000-7fffffff : Crash kernel\n");
+	assert_int_equal(loader_image_build(&o, &img, NULL, NULL), 0);
+	loader_image_segments(img, &s);
+	assert_segments_sane(img, ram, ELEMENTSOF(ram));
+	for (size_t i = 0; i < _LOADER_SEG_MAX; i++) {
+		if (!s[i].memsz)
+			continue;
+		assert_false(s[i].mem < 0x09000000 && 0x01000000 < s[i].mem + s[i].memsz);
+		assert_false(s[i].mem < 0x80000000 && 0x70000000 < s[i].mem + s[i].memsz);
+	}
+	assert_int_equal(s[LOADER_SEG_KERNEL].mem, 0x09000000);
+	/* The initrd, below initrd_addr_max (2 GiB), under the upper reservation. */
+	assert_true(s[LOADER_SEG_INITRD].mem + s[LOADER_SEG_INITRD].memsz <= 0x70000000);
+	/* The normal image's e820 still shows all RAM. */
+	assert_int_equal(((const uint8_t *)s[LOADER_SEG_PARAMS].buf)[BP_E820_ENTRIES], 5);
+	loader_image_free(img);
+}
+
 static void test_loader_build_no_room(void **state) {
 	struct fixture *f = *state;
 	struct loader_options o = opts_for(f);
@@ -590,6 +620,8 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_loader_build_machine_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_avoids_reserved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loader_build_avoids_crash_reservation, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_no_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_cmdline_refusals, setup,
 		                                teardown),
