@@ -39,57 +39,6 @@ bool image_version_is_valid(const char *v) {
 	return true;
 }
 
-static uint16_t get_le16(const uint8_t *p) {
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-int image_parse_bzimage(const uint8_t *buf, size_t size, uint64_t file_size, char **ret_version) {
-	unsigned setup_sects;
-	uint16_t protocol, kv;
-	size_t off, n;
-	char *v;
-
-	if (size < BZIMAGE_SETUP_HEADER_END)
-		return -EBADMSG;
-	if (get_le16(buf + BZIMAGE_BOOT_FLAG_OFFSET) != BZIMAGE_BOOT_FLAG)
-		return -EBADMSG;
-	if (memcmp(buf + BZIMAGE_HEADER_MAGIC_OFFSET, BZIMAGE_HEADER_MAGIC, 4) != 0)
-		return -EBADMSG;
-	protocol = get_le16(buf + BZIMAGE_VERSION_OFFSET);
-	if (protocol < BZIMAGE_MIN_PROTOCOL)
-		return -EBADMSG;
-	if (!(buf[BZIMAGE_XLOADFLAGS_OFFSET] & BZIMAGE_XLF_KERNEL_64))
-		return -EBADMSG;
-
-	/* The protected-mode kernel follows the real-mode setup sectors: a file that
-	 * ends there is truncated. */
-	setup_sects = buf[BZIMAGE_SETUP_SECTS_OFFSET] ?: BZIMAGE_DEFAULT_SETUP_SECTS;
-	if (file_size <= (uint64_t)(setup_sects + 1) * BZIMAGE_SECTOR_SIZE)
-		return -EBADMSG;
-
-	kv = get_le16(buf + BZIMAGE_KERNEL_VERSION_OFFSET);
-	if (kv == 0)
-		return -ENODATA;
-	off = (size_t)kv + BZIMAGE_KERNEL_VERSION_BASE;
-	if (off >= size)
-		return -ENODATA;
-	n = strcspn((const char *)buf + off, " ");
-	if (off + n >= size || n == 0 || n > IMAGE_VERSION_MAX)
-		return -ENODATA;
-	v = strndup((const char *)buf + off, n);
-	if (!v)
-		return -ENOMEM;
-	if (!image_version_is_valid(v)) {
-		free(v);
-		return -ENODATA;
-	}
-	if (ret_version)
-		*ret_version = v;
-	else
-		free(v);
-	return 0;
-}
-
 int image_version_from_file_name(const char *path, char **ret_version) {
 	const char *b = path_basename(path), *v;
 	char *s;
@@ -149,9 +98,7 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
                sd_bus_error *error) {
 	_cleanup_(image_file_done) ImageFile f = { .fd = -EBADF };
 	const char *what = kind == IMAGE_KERNEL ? "Kernel" : "Initrd";
-	uint8_t head[4096];
 	struct stat st;
-	ssize_t n;
 	int r;
 
 	/* 1. Path rules: absolute, normalized, below an allowed directory. */
@@ -204,33 +151,36 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_IMAGE, "%s '%s' is empty.",
 		                         what, path);
 
-	/* 4. A kernel must be a 64-bit bzImage; its version comes from the header's
-	 * kernel_version string, else from the file name "vmlinuz-<version>". */
+	/* 4. A kernel must be a bzImage the loader accepts (64-bit, relocatable, sane
+	 * sizes); its version comes from the header's kernel_version string, else
+	 * (a header without one) from the file name "vmlinuz-<version>". */
 	if (kind == IMAGE_KERNEL) {
-		do
-			n = pread(f.fd, head, sizeof(head), 0);
-		while (n < 0 && errno == EINTR);
-		if (n < 0)
-			return sd_bus_error_set_errno(error, errno);
-		r = image_parse_bzimage(head, (size_t)n, (uint64_t)st.st_size, &f.version);
-		if (r == -EBADMSG)
-			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_IMAGE,
-			                         "Kernel '%s' is not a 64-bit x86 bzImage "
-			                         "(setup header missing, too old or truncated).",
-			                         path);
-		if (r >= 0)
+		struct bzimage_info info;
+		BzImageError e = BZIMAGE_OK;
+
+		r = bzimage_parse_fd(f.fd, &info, &e);
+		if (r >= 0 && image_version_is_valid(info.release)) {
+			f.version = strdup(info.release);
+			if (!f.version)
+				return sd_bus_error_set_errno(error, ENOMEM);
 			f.version_source = "bzimage-header";
-		else if (r == -ENODATA) {
+		} else if (r >= 0 || e == BZIMAGE_ERR_BAD_VERSION_STRING) {
 			r = image_version_from_file_name(path, &f.version);
 			if (r < 0)
 				return sd_bus_error_setf(
 				        error, UPGRADE_ERROR_INVALID_IMAGE,
-				        "Cannot tell the version of kernel '%s': no version string "
-				        "in the header and the name is not vmlinuz-<version>.",
+				        "Cannot tell the version of kernel '%s': no usable version "
+				        "string in the header and the name is not "
+				        "vmlinuz-<version>.",
 				        path);
 			f.version_source = "file-name";
-		} else
-			return sd_bus_error_set_errno(error, r);
+		} else if (e != BZIMAGE_OK)
+			return sd_bus_error_setf(
+			        error, UPGRADE_ERROR_INVALID_IMAGE,
+			        "Kernel '%s' is not a usable 64-bit x86 bzImage: %s.", path,
+			        bzimage_error_to_string(e));
+		else
+			return sd_bus_error_set_errno(error, -r);
 	}
 
 	/* 5. Record what was validated. */

@@ -201,17 +201,15 @@ BzImageError bzimage_parse(const void *data, size_t size, struct bzimage_info *r
 	return bzimage_parse_prefix(data, size, size, ret_info);
 }
 
-int bzimage_parse_file(const char *path, struct bzimage_info *ret_info, BzImageError *ret_error) {
-	_cleanup_close_ int fd = -EBADF;
+int bzimage_parse_fd(int fd, struct bzimage_info *ret_info, BzImageError *ret_error) {
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct bzimage_info info;
 	struct stat st;
 	size_t want, got = 0;
 	BzImageError e;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return -errno;
+		return -EBADF;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -222,7 +220,7 @@ int bzimage_parse_file(const char *path, struct bzimage_info *ret_info, BzImageE
 	if (!buf)
 		return -ENOMEM;
 	while (got < want) {
-		ssize_t n = read(fd, buf + got, want - got);
+		ssize_t n = pread(fd, buf + got, want - got, (off_t)got);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -241,6 +239,15 @@ int bzimage_parse_file(const char *path, struct bzimage_info *ret_info, BzImageE
 	if (ret_info)
 		*ret_info = info;
 	return 0;
+}
+
+int bzimage_parse_file(const char *path, struct bzimage_info *ret_info, BzImageError *ret_error) {
+	_cleanup_close_ int fd = -EBADF;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return bzimage_parse_fd(fd, ret_info, ret_error);
 }
 
 int bzimage_kernel_release(const char *path, char **ret_release, BzImageError *ret_error) {

@@ -89,6 +89,9 @@ BzImageError bzimage_parse(const void *data, size_t size, struct bzimage_info *r
  * *ret_error set (ret_error may be NULL).
  */
 int bzimage_parse_file(const char *path, struct bzimage_info *ret_info, BzImageError *ret_error);
+/* The same for an open file, read with pread from offset 0 (the fd offset is
+ * left alone): for callers that opened the file safely themselves. */
+int bzimage_parse_fd(int fd, struct bzimage_info *ret_info, BzImageError *ret_error);
 
 /* The kernel release ("6.1.0-57-cloud-amd64") of the bzImage at path, newly
  * allocated. Same errors as bzimage_parse_file(). */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "bootparam.h"
 #include "image.h"
 #include "macros.h"
 
@@ -49,36 +50,52 @@ typedef enum {
 	BZ_32BIT = 1 << 3,
 } BzFlags;
 
-/* Writes root+rel as a minimal 64-bit bzImage carrying version (see
- * tests/integration/make-bzimage.py for the same layout). */
+static inline void test_put_le(uint8_t *p, size_t off, uint64_t v, unsigned bytes) {
+	for (unsigned i = 0; i < bytes; i++)
+		p[off + i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Writes root+rel as a minimal 64-bit, relocatable bzImage that the loader's
+ * parser accepts, carrying version (tests/integration/make-bzimage.py writes
+ * the same layout). It boots nothing. */
 static inline int test_write_bzimage(const char *root, const char *rel, const char *version,
                                      unsigned flags, mode_t mode) {
 	const unsigned setup_sects = 4;
-	size_t size = BZIMAGE_SECTOR_SIZE * (setup_sects + 1) + 16384;
+	const size_t kernel_size = 16384;
+	size_t size = SECTOR_SIZE * (setup_sects + 1) + kernel_size;
 	_cleanup_free_ uint8_t *img = calloc(1, size);
 	_cleanup_free_ char *path = NULL;
-	uint16_t kv = 0x400 - BZIMAGE_KERNEL_VERSION_BASE;
+	uint16_t kv = 0x400 - KERNEL_VERSION_BIAS;
 	int r;
 
 	if (!img || asprintf(&path, "%s%s", root, rel) < 0)
 		return -ENOMEM;
-	img[BZIMAGE_SETUP_SECTS_OFFSET] = setup_sects;
-	img[BZIMAGE_BOOT_FLAG_OFFSET] = 0x55;
-	img[BZIMAGE_BOOT_FLAG_OFFSET + 1] = 0xaa;
+	img[BP_SETUP_SECTS] = setup_sects;
+	test_put_le(img, BP_SYSSIZE, kernel_size / 16, 4);
+	test_put_le(img, BP_BOOT_FLAG, BOOT_FLAG_MAGIC, 2);
+	img[BP_JUMP] = 0xeb;
+	img[BP_JUMP + 1] = 0x6a; /* the header ends at 0x26c, as in 6.1 kernels */
 	if (!(flags & BZ_NO_MAGIC))
-		memcpy(img + BZIMAGE_HEADER_MAGIC_OFFSET, BZIMAGE_HEADER_MAGIC, 4);
-	img[BZIMAGE_VERSION_OFFSET] = 0x0f;
-	img[BZIMAGE_VERSION_OFFSET + 1] = 0x02;
-	img[BZIMAGE_XLOADFLAGS_OFFSET] = flags & BZ_32BIT ? 0 : BZIMAGE_XLF_KERNEL_64;
+		test_put_le(img, BP_HEADER, SETUP_HEADER_MAGIC, 4);
+	test_put_le(img, BP_VERSION, 0x020f, 2);
+	img[BP_LOADFLAGS] = LOADFLAG_LOADED_HIGH;
+	test_put_le(img, BP_INITRD_ADDR_MAX, 0x7fffffff, 4);
+	test_put_le(img, BP_KERNEL_ALIGNMENT, 0x200000, 4);
+	img[BP_RELOCATABLE_KERNEL] = 1;
+	img[BP_MIN_ALIGNMENT] = 21;
+	test_put_le(img, BP_XLOADFLAGS,
+	            flags & BZ_32BIT ? 0 : XLF_KERNEL_64 | XLF_CAN_BE_LOADED_ABOVE_4G, 2);
+	test_put_le(img, BP_CMDLINE_SIZE, 2047, 4);
+	test_put_le(img, BP_PREF_ADDRESS, 0x1000000, 8);
+	test_put_le(img, BP_INIT_SIZE, 0x100000, 4);
 	if (!(flags & BZ_NO_VERSION)) {
-		img[BZIMAGE_KERNEL_VERSION_OFFSET] = (uint8_t)kv;
-		img[BZIMAGE_KERNEL_VERSION_OFFSET + 1] = (uint8_t)(kv >> 8);
+		test_put_le(img, BP_KERNEL_VERSION, kv, 2);
 		snprintf((char *)img + 0x400, 128, "%s (test@upgraded) #1 SMP", version);
 	}
-	for (size_t i = BZIMAGE_SECTOR_SIZE * (setup_sects + 1); i < size; i++)
+	for (size_t i = SECTOR_SIZE * (setup_sects + 1); i < size; i++)
 		img[i] = (uint8_t)(i * 7);
 	if (flags & BZ_TRUNCATED)
-		size = BZIMAGE_SECTOR_SIZE * (setup_sects + 1);
+		size = SECTOR_SIZE * (setup_sects + 1);
 	r = write_file_atomic(path, img, size, mode);
 	if (r < 0)
 		return r;
