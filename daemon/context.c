@@ -13,13 +13,16 @@
 #include "context.h"
 #include "fileio.h"
 #include "image.h"
+#include "kexec-loader.h"
 #include "log.h"
 #include "path-util.h"
 #include "report.h"
 #include "string-util.h"
 #include "upgrade-errors.h"
 
-#define RECORD_MAX (1u << 20)
+#define RECORD_MAX   (1u << 20)
+/* kdump-tools' loader: what "restore the previous crash image" runs on cancel. */
+#define KDUMP_CONFIG "/usr/sbin/kdump-config"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
@@ -63,8 +66,15 @@ int context_new(const char *root, const KexecBackend *backend, Context **ret) {
 	    strv_extend(&c->allowed_roots, "/var/lib/upgraded/images") < 0)
 		return -ENOMEM;
 
-	c->backend = backend ?: &kexec_backend_file;
-	c->backend_status = c->backend->probe(c->root, &c->backend_reason);
+	if (backend) {
+		c->backend = backend;
+		c->backend_status = c->backend->probe(c->root, &c->backend_reason);
+	} else {
+		r = kexec_backend_select(c->root, &c->backend, &c->backend_status,
+		                         &c->backend_reason, &c->backend_fallback);
+		if (r < 0)
+			return r;
+	}
 
 	if (uname(&un) < 0)
 		return -errno;
@@ -503,7 +513,10 @@ static int context_recover_staged(Context *c, Update *u) {
 	KexecImage img;
 	int r;
 
-	if (c->backend->is_loaded(c->root, 0) > 0)
+	/* A backend with a mode switch keeps the built image in the daemon: after a
+	 * restart it has none, so it builds and loads again even if the kernel still
+	 * holds the old copy. */
+	if (c->backend->is_loaded(c->root, 0) > 0 && !c->backend->set_mode)
 		return 0;
 
 	r = image_open(&rules, u->kernel.path, IMAGE_KERNEL, &k, &error);
@@ -661,6 +674,17 @@ static int read_proc_cmdline(Context *c, char **ret) {
 	return cmdline_strip_for_reuse(data, ret);
 }
 
+/* Who loaded the crash image we are about to replace. The kernel cannot say and
+ * cannot give the image back; what we can tell is whether the system's kdump
+ * service (kdump-tools) is installed, which is the usual owner. */
+static const char *crash_image_owner(Context *c) {
+	_cleanup_free_ char *p = NULL;
+
+	if (path_prefix_root(c->root, KDUMP_CONFIG, &p) >= 0 && access(p, X_OK) >= 0)
+		return "kdump-tools";
+	return "unknown";
+}
+
 int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error) {
 	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
 	ImageRules rules = { .root = c->root,
@@ -733,6 +757,14 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	if (update_set_string(&u->backend, c->backend->name) < 0 ||
 	    update_set_string(&u->old_kernel, c->running_kernel) < 0)
 		return -ENOMEM;
+	if (c->backend_fallback && update_set_string(&u->backend_reason, c->backend_reason) < 0)
+		return -ENOMEM;
+	/* A crash image someone else loaded (kdump) is replaced by ours below: say who,
+	 * so cancel can hand the panic path back (context_restore_crash_image()). */
+	if (kexec_crash_reserved(c->root) &&
+	    c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0 &&
+	    update_set_string(&u->crash_image_before, crash_image_owner(c)) < 0)
+		return -ENOMEM;
 	r = update_add_stamp(u, "staged", false, c->boot_id);
 	if (r < 0)
 		return r;
@@ -773,7 +805,9 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		                         "Loading '%s' with backend %s failed: %s.", u->kernel.path,
 		                         c->backend->name, strerror(-r));
 	}
-	/* The crash image: always verified (never skip the check on the panic path). */
+	/* The crash image: always verified (never skip the check on the panic path).
+	 * This is the only place a crash image is requested, and these flags are
+	 * constant: neither the policy nor the caller can make it fast. */
 	if (kexec_crash_reserved(c->root)) {
 		img.flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
 		r = c->backend->load(c->root, &img);
@@ -906,6 +940,17 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 	r = context_decide_handoff(c, u, &mode, &why);
 	if (r < 0)
 		return r;
+	/* The staged image was built verified; the decision may switch it (no I/O,
+	 * no hashing: the digests were recorded at stage). */
+	if (c->backend->set_mode) {
+		r = c->backend->set_mode(c->root, streq(mode, "fast") ? KEXEC_IMAGE_FAST
+		                                                      : KEXEC_IMAGE_VERIFIED);
+		if (r < 0)
+			return sd_bus_error_setf(
+			        error, UPGRADE_ERROR_KEXEC_FAILED,
+			        "Cannot switch the staged image of %s to %s mode: %s.", u->id, mode,
+			        strerror(-r));
+	}
 	free(u->handoff);
 	free(u->handoff_reason);
 	u->handoff = TAKE_PTR(mode);
@@ -983,6 +1028,42 @@ void context_handoff_result(Context *c, Update *u, int r, const char *why) {
 	(void)context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF_REQUESTED, 100);
 }
 
+/* "Restoring" the crash image replaced at stage means loading one again the way
+ * its owner did: kdump-tools' own `kdump-config load`. An unknown owner cannot
+ * be redone; the record says so (docs/loader.md). Under --root nothing is run:
+ * the record says what would have been. */
+static void context_restore_crash_image(Context *c, Update *u) {
+	_cleanup_free_ char *msg = NULL;
+	int r;
+
+	if (!u->crash_image_before)
+		return;
+	if (!streq(u->crash_image_before, "kdump-tools"))
+		r = asprintf(&msg,
+		             "not restored: the crash image loaded before staging (by %s) "
+		             "cannot be read back from the kernel; reload it with its tool",
+		             u->crash_image_before);
+	else if (c->root)
+		r = asprintf(&msg, "would run '" KDUMP_CONFIG " load' (test root, nothing run)");
+	else {
+		int status = system(KDUMP_CONFIG " load >/dev/null 2>&1");
+
+		if (status == 0)
+			r = asprintf(&msg, "reloaded by '" KDUMP_CONFIG " load'");
+		else
+			r = asprintf(&msg,
+			             "'" KDUMP_CONFIG " load' failed (status %d): the panic "
+			             "path has no crash image",
+			             status);
+	}
+	if (r < 0)
+		return;
+	log_info("Update %s: crash image %s.", u->id, msg);
+	free(u->crash_image_restore);
+	u->crash_image_restore = TAKE_PTR(msg);
+	(void)context_persist(c, u);
+}
+
 int context_cancel(Context *c, const char *id, sd_bus_error *error) {
 	Update *u;
 	int r;
@@ -1014,6 +1095,7 @@ int context_cancel(Context *c, const char *id, sd_bus_error *error) {
 		if (r < 0)
 			log_warning_errno(r, "Failed to unload the crash image of %s, ignoring: %m",
 			                  u->id);
+		context_restore_crash_image(c, u);
 	}
 	(void)finish(c, u, "cancelled");
 	return 0;
@@ -1045,6 +1127,7 @@ int context_describe(Context *c, char **ret_json) {
 	json_object_object_add(
 	        b, "Reason", c->backend_reason ? json_object_new_string(c->backend_reason) : NULL);
 	json_object_object_add(b, "TestOnly", json_object_new_boolean(c->backend->test_only));
+	json_object_object_add(b, "Fallback", json_object_new_boolean(c->backend_fallback));
 	json_object_object_add(b, "CrashKernelReserved",
 	                       json_object_new_boolean(kexec_crash_reserved(c->root)));
 

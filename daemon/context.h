@@ -65,8 +65,9 @@ struct Context {
 	uid_t image_owner;
 
 	const KexecBackend *backend;
-	int backend_status; /* 0 usable, < 0 errno from probe */
-	char *backend_reason;
+	int backend_status;    /* 0 usable, < 0 errno from probe */
+	char *backend_reason;  /* why not usable, or why the default was not chosen */
+	bool backend_fallback; /* kexec_file because kexec_load cannot be used here */
 
 	char *running_kernel; /* uname -r */
 	char boot_id[33];
@@ -94,6 +95,8 @@ typedef struct StageRequest {
 	bool reuse_cmdline;
 } StageRequest;
 
+/* backend NULL: the default, kexec_load with kexec_file as the fallback
+ * (kexec_backend_select()). */
 int context_new(const char *root, const KexecBackend *backend, Context **ret);
 Context *context_free(Context *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Context *, context_free);

@@ -11,7 +11,9 @@
  *                 <root>/run/upgraded/kexec-record.json and loads nothing. The
  *                 daemon accepts it only together with --root; reports and
  *                 Describe() name it.
- * The project's own loader (loader/, purgatory/) plugs in as a third ops table.
+ *   "kexec_load"  upgraded's own loader (loader/) and purgatory over kexec_load(2):
+ *                 verified or fast handoff, the default (kexec-loader.h); when it
+ *                 cannot be used here the daemon falls back to "kexec_file".
  *
  * All entry points return 0/positive on success, -errno on failure:
  *   -ENOSYS/-EPERM/-EOPNOTSUPP  kexec is not available on this kernel/system
@@ -46,6 +48,10 @@ typedef struct KexecBackend {
 	int (*unload)(const char *root, unsigned flags);
 	/* 1 when an image (crash image with KEXEC_IMAGE_PANIC) is loaded, 0 when not. */
 	int (*is_loaded)(const char *root, unsigned flags);
+	/* Switches the loaded normal image to the handoff mode in flags
+	 * (KEXEC_IMAGE_VERIFIED or KEXEC_IMAGE_FAST) without reading or hashing
+	 * anything; NULL when the backend's image has no mode to switch. */
+	int (*set_mode)(const char *root, unsigned flags);
 	/* Which handoff modes it can do (KEXEC_IMAGE_VERIFIED|KEXEC_IMAGE_FAST). */
 	unsigned supported_modes;
 	/* true for backends that must never run outside tests. */
@@ -53,6 +59,7 @@ typedef struct KexecBackend {
 } KexecBackend;
 
 extern const KexecBackend kexec_backend_file;
+extern const KexecBackend kexec_backend_loader;
 extern const KexecBackend kexec_backend_record;
 
 /* Errors meaning "kexec cannot work on this system" rather than "bad image". */

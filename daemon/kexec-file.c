@@ -138,7 +138,8 @@ const KexecBackend kexec_backend_file = {
 };
 
 const KexecBackend *kexec_backend_find(const char *name) {
-	static const KexecBackend *const all[] = { &kexec_backend_file, &kexec_backend_record };
+	static const KexecBackend *const all[] = { &kexec_backend_loader, &kexec_backend_file,
+		                                   &kexec_backend_record };
 
 	for (size_t i = 0; i < ELEMENTSOF(all); i++)
 		if (name && streq(all[i]->name, name))

@@ -33,6 +33,7 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	json_object_object_add(o, "backend", h = json_object_new_object());
 	add_str(h, "name", u->backend);
 	json_object_object_add(h, "test_only", json_object_new_boolean(backend_test_only));
+	add_str(h, "reason", u->backend_reason);
 
 	json_object_object_add(o, "handoff", h = json_object_new_object());
 	add_str(h, "mode", u->handoff);

@@ -95,6 +95,9 @@ Update *update_free(Update *u) {
 	free(u->old_kernel);
 	free(u->handoff);
 	free(u->handoff_reason);
+	free(u->backend_reason);
+	free(u->crash_image_before);
+	free(u->crash_image_restore);
 	free(u->handoff_boot_id);
 	free(u->booted_kernel);
 	free(u->error);
@@ -207,6 +210,9 @@ int update_to_json(const Update *u, json_object **ret) {
 	add_str(o, "cmdline", u->cmdline);
 	json_object_object_add(o, "reuse_cmdline", json_object_new_boolean(u->reuse_cmdline));
 	add_str(o, "backend", u->backend);
+	add_str(o, "backend_reason", u->backend_reason);
+	add_str(o, "crash_image_before", u->crash_image_before);
+	add_str(o, "crash_image_restore", u->crash_image_restore);
 	json_object_object_add(o, "crash_image_loaded",
 	                       json_object_new_boolean(u->crash_image_loaded));
 	add_str(o, "old_kernel", u->old_kernel);
@@ -323,6 +329,9 @@ int update_from_json(json_object *o, Update **ret) {
 	    (r = get_str(o, "old_kernel", false, &u->old_kernel)) < 0 ||
 	    (r = get_str(o, "handoff", false, &u->handoff)) < 0 ||
 	    (r = get_str(o, "handoff_reason", false, &u->handoff_reason)) < 0 ||
+	    (r = get_str(o, "backend_reason", false, &u->backend_reason)) < 0 ||
+	    (r = get_str(o, "crash_image_before", false, &u->crash_image_before)) < 0 ||
+	    (r = get_str(o, "crash_image_restore", false, &u->crash_image_restore)) < 0 ||
 	    (r = get_str(o, "handoff_boot_id", false, &u->handoff_boot_id)) < 0 ||
 	    (r = get_str(o, "booted_kernel", false, &u->booted_kernel)) < 0 ||
 	    (r = get_str(o, "error", false, &u->error)) < 0)

@@ -68,8 +68,11 @@ typedef struct Update {
 
 	char *backend;
 	bool crash_image_loaded;
-	char *old_kernel; /* running when staged */
-	char *handoff;    /* "verified" | "fast", set at commit */
+	char *backend_reason; /* why this backend (the default one could not be used), or NULL */
+	char *crash_image_before;  /* who had a crash image loaded before stage, or NULL: none */
+	char *crash_image_restore; /* what cancel did about that image, or NULL */
+	char *old_kernel;          /* running when staged */
+	char *handoff;             /* "verified" | "fast", set at commit */
 	char *handoff_reason;
 	char *handoff_boot_id; /* boot that requested the handoff */
 	char *booted_kernel;   /* running when the commit was resolved */

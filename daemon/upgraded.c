@@ -45,7 +45,9 @@ static void help(void) {
 	       "     --check-config         Validate the configuration and exit\n"
 	       "     --log-level=LEVEL      err, warning, info (default) or debug\n\n"
 	       "Test-only options, accepted together with --root only:\n"
-	       "     --backend=NAME         kexec backend: kexec_file (default) or record\n"
+	       "     --backend=NAME         kexec backend: kexec_load (upgraded's own loader),\n"
+	       "                            kexec_file, or record (tests); default: kexec_load,\n"
+	       "                            falling back to kexec_file where it cannot be used\n"
 	       "     --kexec-trigger=NAME   systemd (default) or record\n"
 	       "     --running-kernel=VER   Pretend `uname -r` is VER\n"
 	       "     --boot-id=ID           Pretend the boot id is ID (32 hex digits)\n\n"
@@ -181,7 +183,7 @@ static int run(int argc, char *argv[]) {
 	_cleanup_(context_freep) Context *c = NULL;
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
-	const KexecBackend *backend = &kexec_backend_file;
+	const KexecBackend *backend = NULL;
 	Manager mgr = {};
 	Args a = {};
 	sigset_t ss;
@@ -236,6 +238,8 @@ static int run(int argc, char *argv[]) {
 	if (c->backend_status < 0)
 		log_warning("kexec backend %s is not usable: %s", c->backend->name,
 		            strna(c->backend_reason));
+	else if (c->backend_fallback)
+		log_info("kexec backend %s: %s", c->backend->name, strna(c->backend_reason));
 	r = make_dirs(c);
 	if (r < 0)
 		return r;

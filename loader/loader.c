@@ -768,6 +768,23 @@ const struct bzimage_info *loader_image_bzimage(const struct loader_image *img) 
 	return &img->bz;
 }
 
+int loader_image_set_mode(struct loader_image *img, LoaderMode mode) {
+	struct purgatory_params *pp =
+	        (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
+
+	if (mode != LOADER_MODE_VERIFIED && mode != LOADER_MODE_FAST)
+		return -EINVAL;
+	/* The panic path always verifies: no way to turn it off after the build either. */
+	if (img->panic && mode != LOADER_MODE_VERIFIED)
+		return loader_error_to_errno(LOADER_ERR_PANIC_NOT_VERIFIED);
+	pp->mode = mode == LOADER_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED;
+	return 0;
+}
+
+bool loader_image_is_panic(const struct loader_image *img) {
+	return img->panic;
+}
+
 void loader_image_corrupt_digest_for_test(struct loader_image *img) {
 	struct purgatory_params *pp =
 	        (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);

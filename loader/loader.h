@@ -123,6 +123,15 @@ int loader_image_load(const struct loader_image *img);
 /* Unloads the normal (or crash) image: kexec_load with no segments. */
 int loader_unload(bool panic);
 
+/*
+ * Switches a built image between verified and fast: the digests were recorded
+ * at build time either way, so this only rewrites purgatory's mode (no file
+ * I/O, no hashing); load the image again for the kernel to see it. A panic
+ * image refuses anything but verified (-EINVAL, LOADER_ERR_PANIC_NOT_VERIFIED).
+ */
+int loader_image_set_mode(struct loader_image *img, LoaderMode mode);
+bool loader_image_is_panic(const struct loader_image *img);
+
 /* Tests only (the lab's corruption test): flips one bit of the kernel
  * segment's recorded digest, so a verified handoff must refuse and reset. */
 void loader_image_corrupt_digest_for_test(struct loader_image *img);
