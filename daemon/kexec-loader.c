@@ -53,9 +53,8 @@ static int loader_probe(const char *root, char **ret_reason) {
 		return r;
 	}
 	if (why != LOADER_USABLE) {
-		if (ret_reason && asprintf(&s, "kexec_load cannot be used: %s",
-		                           loader_unusable_to_string(why)) >= 0)
-			*ret_reason = s;
+		if (ret_reason)
+			*ret_reason = strdup(loader_unusable_to_string(why));
 		return -EOPNOTSUPP;
 	}
 	/* Allowed, but does the kernel have kexec at all? */
@@ -175,7 +174,7 @@ int kexec_backend_select(const char *root, const KexecBackend **ret_backend, int
                          char **ret_reason, bool *ret_fallback) {
 	_cleanup_free_ char *why_load = NULL, *why_file = NULL;
 	char *s = NULL;
-	int r;
+	int r, k;
 
 	r = kexec_backend_loader.probe(root, &why_load);
 	if (r >= 0) {
@@ -186,8 +185,13 @@ int kexec_backend_select(const char *root, const KexecBackend **ret_backend, int
 		return 0;
 	}
 	r = kexec_backend_file.probe(root, &why_file);
-	if (asprintf(&s, "%s; %s", strna(why_load),
-	             r >= 0 ? "using kexec_file_load instead" : strna(why_file)) < 0)
+	if (r >= 0)
+		k = asprintf(&s, "kexec_load cannot be used (%s): using kexec_file_load instead",
+		             strna(why_load));
+	else
+		k = asprintf(&s, "kexec_load: %s; kexec_file_load: %s", strna(why_load),
+		             strna(why_file));
+	if (k < 0)
 		return -ENOMEM;
 	*ret_backend = &kexec_backend_file;
 	*ret_status = r < 0 ? r : 0;

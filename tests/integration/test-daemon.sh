@@ -147,9 +147,15 @@ rm "$ROOT/etc/upgraded/upgraded.conf"
 expect_fail "no daemon on the bus -> exit 8" 8 "org.upgraded.Upgrade1" "$CTL" status
 
 # ---- default backend on a kernel without kexec: named error, nothing changes ----
-check "daemon starts with the kexec_file backend" start_daemon kexec_file
+# The default selection: kexec_load (our loader) first; the root has no
+# /sys/kernel/kexec_loaded, i.e. a kernel without kexec, so it falls back to
+# kexec_file, which cannot work either, and says both reasons.
+check "daemon starts with the default backend selection" start_daemon default
 D0=$(describe)
-check "Describe names backend kexec_file" test "$(json_get "['Backend']['Name']" <<<"$D0")" = kexec_file
+check "Describe names the fallback backend kexec_file" test "$(json_get "['Backend']['Name']" <<<"$D0")" = kexec_file
+check "Describe says it is a fallback" test "$(json_get "['Backend']['Fallback']" <<<"$D0")" = True
+R0=$(json_get "['Backend']['Reason']" <<<"$D0")
+check "the reason names kexec_load and the missing kexec support" bash -c 'case "$1" in "kexec_load: "*"no kexec support"*) ;; *) exit 1 ;; esac' _ "$R0"
 if [ "$(json_get "['Backend']['Usable']" <<<"$D0")" = False ]; then
         check "Describe says why kexec_file is unusable" test -n "$(json_get "['Backend']['Reason']" <<<"$D0")"
         expect_fail "stage without kexec -> KexecUnavailable" 7 KexecUnavailable "$CTL" stage "$KERNEL"

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The kexec_load backend and the daemon's backend choice, against crafted
+ * root-prefixed /sys and /proc trees: which backend is picked and why (lockdown,
+ * EFI, kexec_load_disabled, no kexec), the crash image that is always verified
+ * whatever the daemon or a caller asks, the commit-time mode switch, and the
+ * staging path building a real loader image from a real kernel when one is
+ * cached. The kexec_load syscall is replaced through the backend's test seam.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "context.h"
+#include "daemon-test-util.h"
+#include "kexec-loader.h"
+#include "path-util.h"
+#include "upgrade-errors.h"
+
+#define KERNEL "/boot/vmlinuz-test"
+
+typedef struct Seen {
+	unsigned calls;
+	bool panic;
+	uint32_t mode, flags;
+	int fail; /* < 0: the "syscall" fails with this */
+} Seen;
+
+static int fake_load(const struct loader_image *img, void *userdata) {
+	Seen *s = userdata;
+	const struct purgatory_params *pp = loader_image_params(img);
+
+	if (s->fail < 0)
+		return s->fail;
+	s->calls++;
+	s->panic = loader_image_is_panic(img);
+	s->mode = pp->mode;
+	s->flags = pp->flags;
+	return 0;
+}
+
+static void put(const char *root, const char *rel, const char *data) {
+	_cleanup_free_ char *p = NULL, *dir = NULL;
+
+	assert_int_equal(path_prefix_root(root, rel, &p), 0);
+	dir = strdup(p);
+	assert_non_null(dir);
+	*strrchr(dir, '/') = 0;
+	assert_int_equal(mkdir_p(dir, 0755), 0);
+	assert_int_equal(write_file_atomic(p, data, strlen(data), 0644), 0);
+}
+
+static void memmap(const char *root, unsigned i, const char *start, const char *end,
+                   const char *type) {
+	char rel[64];
+
+	snprintf(rel, sizeof(rel), "/sys/firmware/memmap/%u/start", i);
+	put(root, rel, start);
+	snprintf(rel, sizeof(rel), "/sys/firmware/memmap/%u/end", i);
+	put(root, rel, end);
+	snprintf(rel, sizeof(rel), "/sys/firmware/memmap/%u/type", i);
+	put(root, rel, type);
+}
+
+/* A BIOS-booted host with kexec, 3 GiB + 22 GiB of RAM and 256 MiB reserved
+ * for a crash kernel at 512 MiB. */
+static int setup(void **state) {
+	char *root = test_mkroot();
+
+	if (!root)
+		return -1;
+	put(root, "/sys/kernel/kexec_loaded", "0\n");
+	put(root, "/sys/kernel/kexec_crash_loaded", "0\n");
+	put(root, "/proc/sys/kernel/kexec_load_disabled", "0\n");
+	put(root, "/sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
+	memmap(root, 0, "0x0\n", "0x9fbff\n", "System RAM\n");
+	memmap(root, 1, "0x9fc00\n", "0xfffff\n", "Reserved\n");
+	memmap(root, 2, "0x100000\n", "0xbfffffff\n", "System RAM\n");
+	memmap(root, 3, "0x100000000\n", "0x63fffffff\n", "System RAM\n");
+	put(root, "/proc/iomem",
+	    "00100000-bfffffff : System RAM\n  20000000-2fffffff : Crash kernel\n"
+	    "100000000-63fffffff : System RAM\n");
+	put(root, "/sys/kernel/kexec_crash_size", "268435456\n");
+	if (test_write_bzimage(root, KERNEL, "6.1.0-57-cloud-amd64", BZ_OK, 0644) < 0)
+		return -1;
+	*state = root;
+	return 0;
+}
+
+static int teardown(void **state) {
+	kexec_loader_set_load_func_for_test(NULL, NULL);
+	(void)kexec_backend_loader.unload(NULL, 0);
+	(void)kexec_backend_loader.unload(NULL, KEXEC_IMAGE_PANIC);
+	test_rmroot(*state);
+	return 0;
+}
+
+static void select_expect(const char *root, const KexecBackend *want, bool usable, bool fallback,
+                          const char *reason_part) {
+	_cleanup_free_ char *why = NULL;
+	const KexecBackend *b = NULL;
+	bool fb = !fallback;
+	int status = 1;
+
+	assert_int_equal(kexec_backend_select(root, &b, &status, &why, &fb), 0);
+	assert_ptr_equal(b, want);
+	assert_int_equal(status >= 0, usable);
+	assert_int_equal(fb, fallback);
+	if (!reason_part)
+		assert_null(why);
+	else if (!why || !strstr(why, reason_part))
+		fail_msg("reason '%s' does not mention '%s'", strna(why), reason_part);
+}
+
+static void test_kexec_loader_select_default_and_fallbacks(void **state) {
+	const char *root = *state;
+
+	/* Everything allows kexec_load: our loader, no reason needed. */
+	select_expect(root, &kexec_backend_loader, true, false, NULL);
+
+	/* Lockdown forbids kexec_load; kexec_file_load still works (signed kernels). */
+	put(root, "/sys/kernel/security/lockdown", "none [integrity] confidentiality\n");
+	select_expect(root, &kexec_backend_file, true, true, "lockdown");
+	put(root, "/sys/kernel/security/lockdown", "none integrity [confidentiality]\n");
+	select_expect(root, &kexec_backend_file, true, true, "using kexec_file_load instead");
+	put(root, "/sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
+
+	/* EFI without runtime-map. */
+	put(root, "/sys/firmware/efi/systab", "x\n");
+	select_expect(root, &kexec_backend_file, true, true, "runtime-map");
+	put(root, "/sys/firmware/efi/runtime-map/0/type", "11\n");
+	select_expect(root, &kexec_backend_file, true, true, "EFI");
+}
+
+static void test_kexec_loader_select_nothing_works(void **state) {
+	const char *root = *state;
+	_cleanup_free_ char *p = NULL;
+
+	/* kexec_load_disabled stops both system calls: the fallback is named, unusable,
+	 * and the reason gives both sides. */
+	put(root, "/proc/sys/kernel/kexec_load_disabled", "1\n");
+	select_expect(root, &kexec_backend_file, false, true, "kexec_file_load: kexec is disabled");
+	put(root, "/proc/sys/kernel/kexec_load_disabled", "0\n");
+
+	/* A kernel without kexec (this machine): both unusable, reason says so. */
+	assert_int_equal(path_prefix_root(root, "/sys/kernel/kexec_loaded", &p), 0);
+	assert_int_equal(unlink(p), 0);
+	select_expect(root, &kexec_backend_file, false, true,
+	              "kexec_load: the running kernel has no kexec");
+}
+
+/* The daemon with the default selection on a kernel without kexec: named
+ * KexecUnavailable error with both reasons, and nothing on disk. */
+static void test_kexec_loader_daemon_unavailable_changes_nothing(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(context_freep) Context *c = NULL;
+	_cleanup_free_ char *p = NULL, *updates = NULL;
+	const char *root = *state;
+	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
+	Update *u = NULL;
+
+	assert_int_equal(path_prefix_root(root, "/sys/kernel/kexec_loaded", &p), 0);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	assert_ptr_equal(c->backend, &kexec_backend_file);
+	assert_true(c->backend_fallback);
+	assert_true(c->backend_status < 0);
+	assert_true(context_stage(c, &req, &u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_KEXEC_UNAVAILABLE));
+	assert_non_null(strstr(e.message, "no kexec support"));
+	assert_null(u);
+	assert_int_equal(c->n_updates, 0);
+	assert_int_equal(path_prefix_root(root, "/var/lib/upgraded/updates", &updates), 0);
+	assert_true(access(updates, F_OK) < 0 || rmdir(updates) == 0); /* empty if present */
+}
+
+/* Stage through the daemon with the default backend: the normal image is built
+ * verified, the crash image verified + panic; the commit's mode switch makes
+ * the normal image fast and leaves the crash image alone; no request, from the
+ * daemon or any caller, gives a fast crash image. */
+static void test_kexec_loader_panic_always_verified(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(context_freep) Context *c = NULL;
+	const char *root = *state;
+	StageRequest req = { .kernel = KERNEL, .cmdline = "console=ttyS0,115200 quiet" };
+	Seen seen = {};
+	Update *u = NULL;
+	KexecImage img;
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *kpath = NULL;
+	struct loader_image *panic_img;
+
+	kexec_loader_set_load_func_for_test(fake_load, &seen);
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	assert_ptr_equal(c->backend, &kexec_backend_loader);
+	assert_false(c->backend_fallback);
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_true(u->crash_image_loaded);
+	assert_null(u->backend_reason);
+	assert_string_equal(u->backend, "kexec_load");
+	/* Last load was the crash image. */
+	assert_int_equal(seen.calls, 2);
+	assert_true(seen.panic);
+	assert_int_equal(seen.mode, PURGATORY_MODE_VERIFIED);
+	assert_true(seen.flags & PURGATORY_FLAG_PANIC);
+	assert_int_equal(loader_image_params(kexec_loader_image(false))->mode,
+	                 PURGATORY_MODE_VERIFIED);
+	assert_int_equal(loader_image_params(kexec_loader_image(false))->console_port,
+	                 PURGATORY_CONSOLE_COM1);
+	assert_non_null(strstr(loader_image_cmdline(kexec_loader_image(true)), "reset_devices"));
+
+	/* What commit does after a fast decision: only the normal image changes,
+	 * and it is loaded again (no rebuild). */
+	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_FAST), 0);
+	assert_int_equal(seen.calls, 3);
+	assert_false(seen.panic);
+	assert_int_equal(seen.mode, PURGATORY_MODE_FAST);
+	assert_int_equal(loader_image_params(kexec_loader_image(true))->mode,
+	                 PURGATORY_MODE_VERIFIED);
+	/* Same mode again: nothing to do. */
+	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_FAST), 0);
+	assert_int_equal(seen.calls, 3);
+	/* A failed reload leaves our copy as the kernel has it. */
+	seen.fail = -ENOMEM;
+	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_VERIFIED), -ENOMEM);
+	assert_int_equal(loader_image_params(kexec_loader_image(false))->mode, PURGATORY_MODE_FAST);
+	seen.fail = 0;
+
+	/* The crash image can never be made fast: not by the mode switch... */
+	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_FAST | KEXEC_IMAGE_PANIC),
+	                 -EINVAL);
+	panic_img = (struct loader_image *)kexec_loader_image(true);
+	assert_true(loader_image_set_mode(panic_img, LOADER_MODE_FAST) < 0);
+	assert_int_equal(loader_image_params(panic_img)->mode, PURGATORY_MODE_VERIFIED);
+	/* ...nor by a load request that asks for it. */
+	assert_true(asprintf(&kpath, "%s%s", root, KERNEL) > 0);
+	fd = open(kpath, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	img = (KexecImage){ .kernel_fd = fd,
+		            .initrd_fd = -EBADF,
+		            .kernel_path = KERNEL,
+		            .cmdline = "",
+		            .flags = KEXEC_IMAGE_FAST | KEXEC_IMAGE_PANIC };
+	assert_int_equal(kexec_backend_loader.load(root, &img), -EINVAL);
+	assert_ptr_equal(kexec_loader_image(true), panic_img);
+
+	/* Cancel drops both. */
+	assert_int_equal(context_cancel(c, "", &e), 0);
+	assert_null(kexec_loader_image(false));
+	assert_null(kexec_loader_image(true));
+}
+
+/* A crash image loaded before stage (kdump) is recorded with its owner; cancel
+ * says what it did about it (under a test root: what it would run). */
+static void test_kexec_loader_previous_crash_image(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(context_freep) Context *c = NULL;
+	const char *root = *state;
+	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
+	Seen seen = {};
+	Update *u = NULL;
+
+	kexec_loader_set_load_func_for_test(fake_load, &seen);
+	put(root, "/sys/kernel/kexec_crash_loaded", "1\n");
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_string_equal(u->crash_image_before, "unknown");
+	assert_int_equal(context_cancel(c, "", &e), 0);
+	assert_non_null(u->crash_image_restore);
+	assert_non_null(strstr(u->crash_image_restore, "not restored"));
+	context_free(c);
+
+	/* kdump-tools installed: its loader is what cancel runs. */
+	c = NULL;
+	put(root, "/usr/sbin/kdump-config", "#!/bin/sh\nexit 0\n");
+	{
+		_cleanup_free_ char *p = NULL;
+
+		assert_int_equal(path_prefix_root(root, "/usr/sbin/kdump-config", &p), 0);
+		assert_int_equal(chmod(p, 0755), 0);
+	}
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_string_equal(u->crash_image_before, "kdump-tools");
+	assert_int_equal(context_cancel(c, "", &e), 0);
+	assert_non_null(strstr(u->crash_image_restore, "kdump-config load"));
+}
+
+/* The staging path with a real distribution kernel, when one is cached: the
+ * daemon builds the loader image from it (parse, place, hash every segment). */
+static void test_kexec_loader_stage_real_kernel(void **state) {
+	static const char *const dirs[] = { TEST_KERNEL_DIRS };
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(context_freep) Context *c = NULL;
+	_cleanup_free_ char *src = NULL, *cmd = NULL;
+	const char *root = *state;
+	StageRequest req = { .kernel = "/boot/vmlinuz-6.1.0-57-cloud-amd64",
+		             .cmdline = "console=ttyS0 root=/dev/vda1" };
+	const struct purgatory_params *pp;
+	const struct loader_image *img;
+	Seen seen = {};
+	Update *u = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs) && !src; i++) {
+		_cleanup_free_ char *p = NULL;
+
+		if (asprintf(&p, "%s/vmlinuz-6.1.0-57-cloud-amd64", dirs[i]) > 0 &&
+		    access(p, R_OK) == 0)
+			src = TAKE_PTR(p);
+	}
+	if (!src) {
+		print_message("no vmlinuz-6.1.0-57-cloud-amd64 in %s\n", TEST_KERNEL_DIRS_STR);
+		skip();
+	}
+	assert_true(asprintf(&cmd, "cp '%s' '%s/boot/' && chmod 0644 '%s'/boot/vmlinuz-*", src,
+	                     root, root) > 0);
+	assert_int_equal(system(cmd), 0);
+
+	kexec_loader_set_load_func_for_test(fake_load, &seen);
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_string_equal(u->kernel_version, "6.1.0-57-cloud-amd64");
+	img = kexec_loader_image(false);
+	assert_non_null(img);
+	assert_string_equal(loader_image_bzimage(img)->release, "6.1.0-57-cloud-amd64");
+	pp = loader_image_params(img);
+	assert_int_equal(pp->mode, PURGATORY_MODE_VERIFIED);
+	assert_true(pp->nr_digests >= 2); /* kernel, boot_params + cmdline */
+	assert_non_null(strstr(loader_image_cmdline(img), PURGATORY_STAMPS_KEY));
+	assert_non_null(strstr(loader_image_cmdline(img), "root=/dev/vda1"));
+	assert_int_equal(context_cancel(c, "", &e), 0);
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_kexec_loader_select_default_and_fallbacks),
+		T(test_kexec_loader_select_nothing_works),
+		T(test_kexec_loader_daemon_unavailable_changes_nothing),
+		T(test_kexec_loader_panic_always_verified),
+		T(test_kexec_loader_previous_crash_image),
+		T(test_kexec_loader_stage_real_kernel),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
