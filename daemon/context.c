@@ -805,6 +805,8 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		                         "Loading '%s' with backend %s failed: %s.", u->kernel.path,
 		                         c->backend->name, strerror(-r));
 	}
+	if (c->backend == &kexec_backend_loader)
+		u->verified_bytes = kexec_loader_verified_bytes();
 	/* The crash image: always verified (never skip the check on the panic path).
 	 * This is the only place a crash image is requested, and these flags are
 	 * constant: neither the policy nor the caller can make it fast. */

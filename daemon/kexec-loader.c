@@ -32,6 +32,18 @@ const struct loader_image *kexec_loader_image(bool panic) {
 	return images[panic];
 }
 
+uint64_t kexec_loader_verified_bytes(void) {
+	const struct purgatory_params *pp;
+	uint64_t n = 0;
+
+	if (!images[0])
+		return 0;
+	pp = loader_image_params(images[0]);
+	for (unsigned i = 0; i < pp->nr_digests; i++)
+		n += pp->digests[i].size;
+	return n;
+}
+
 static int submit(const struct loader_image *img) {
 	return load_func ? load_func(img, load_func_userdata) : loader_image_load(img);
 }

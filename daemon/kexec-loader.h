@@ -27,3 +27,7 @@ void kexec_loader_set_load_func_for_test(KexecLoaderLoadFunc f, void *userdata);
 
 /* The image the backend holds for the kernel (normal or crash), or NULL. */
 const struct loader_image *kexec_loader_image(bool panic);
+
+/* Bytes purgatory hashes in verified mode for the held normal image (every
+ * listed segment, zero padding included); 0 when none is held. */
+uint64_t kexec_loader_verified_bytes(void);

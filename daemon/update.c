@@ -213,6 +213,8 @@ int update_to_json(const Update *u, json_object **ret) {
 	add_str(o, "backend_reason", u->backend_reason);
 	add_str(o, "crash_image_before", u->crash_image_before);
 	add_str(o, "crash_image_restore", u->crash_image_restore);
+	if (u->verified_bytes > 0)
+		add_u64(o, "verified_bytes", u->verified_bytes);
 	json_object_object_add(o, "crash_image_loaded",
 	                       json_object_new_boolean(u->crash_image_loaded));
 	add_str(o, "old_kernel", u->old_kernel);
@@ -337,6 +339,9 @@ int update_from_json(json_object *o, Update **ret) {
 	    (r = get_str(o, "error", false, &u->error)) < 0)
 		return r;
 	u->progress = (unsigned)MIN(progress, 100u);
+	if (json_object_object_get_ex(o, "verified_bytes", NULL) &&
+	    get_u64(o, "verified_bytes", &u->verified_bytes) < 0)
+		return -EBADMSG;
 	u->reuse_cmdline = get_bool(o, "reuse_cmdline");
 	u->crash_image_loaded = get_bool(o, "crash_image_loaded");
 

@@ -71,6 +71,7 @@ typedef struct Update {
 	char *backend_reason; /* why this backend (the default one could not be used), or NULL */
 	char *crash_image_before;  /* who had a crash image loaded before stage, or NULL: none */
 	char *crash_image_restore; /* what cancel did about that image, or NULL */
+	uint64_t verified_bytes;   /* kexec_load: what purgatory hashes when verified; 0: n/a */
 	char *old_kernel;          /* running when staged */
 	char *handoff;             /* "verified" | "fast", set at commit */
 	char *handoff_reason;

@@ -50,9 +50,23 @@
  * the mode ('v' verified, 'f' fast, 'p' panic) and the SHA-256 implementation
  * ('s' SHA-NI, 'a' AVX2, 'g' generic, '-' none in fast mode).
  */
-#define PURGATORY_STAMPS_KEY       "upgraded.stamps="
-#define PURGATORY_STAMPS_FIELD_LEN 54
-#define PURGATORY_STAMPS_TEMPLATE  "0000000000000000,0000000000000000,0000000000000000,-,-"
+#define PURGATORY_STAMPS_KEY           "upgraded.stamps="
+#define PURGATORY_STAMPS_FIELD_LEN     54
+#define PURGATORY_STAMPS_TEMPLATE      "0000000000000000,0000000000000000,0000000000000000,-,-"
+/* The layout, for the writer (purgatory) and every reader (the daemon's
+ * timebase_stamps_from_cmdline()): three TSC values, then mode, then impl. */
+#define PURGATORY_STAMPS_NR_TSC        3
+#define PURGATORY_STAMPS_TSC_DIGITS    16 /* lowercase hex, most significant first */
+#define PURGATORY_STAMPS_SEPARATOR     ','
+#define PURGATORY_STAMPS_MODE_POS      ((PURGATORY_STAMPS_TSC_DIGITS + 1) * PURGATORY_STAMPS_NR_TSC)
+#define PURGATORY_STAMPS_IMPL_POS      (PURGATORY_STAMPS_MODE_POS + 2)
+#define PURGATORY_STAMPS_MODE_VERIFIED 'v'
+#define PURGATORY_STAMPS_MODE_FAST     'f'
+#define PURGATORY_STAMPS_MODE_PANIC    'p' /* a crash image: always verified */
+#define PURGATORY_STAMPS_IMPL_SHANI    's'
+#define PURGATORY_STAMPS_IMPL_AVX2     'a'
+#define PURGATORY_STAMPS_IMPL_GENERIC  'g'
+#define PURGATORY_STAMPS_IMPL_NONE     '-' /* fast mode: nothing hashed */
 
 struct purgatory_digest {
 	uint64_t addr; /* physical address of the segment */
@@ -112,6 +126,7 @@ _Static_assert(sizeof(struct purgatory_params) == 88 + 48 * PURGATORY_MAX_DIGEST
                "purgatory_params size");
 _Static_assert(sizeof(PURGATORY_STAMPS_TEMPLATE) - 1 == PURGATORY_STAMPS_FIELD_LEN,
                "stamps template length");
+_Static_assert(PURGATORY_STAMPS_IMPL_POS + 1 == PURGATORY_STAMPS_FIELD_LEN, "stamps layout");
 _Static_assert(offsetof(struct purgatory_params, entry_rip) == PURGATORY_PARAMS_ENTRY_RIP,
                "entry.S offset of entry_rip");
 _Static_assert(offsetof(struct purgatory_params, entry_rsi) == PURGATORY_PARAMS_ENTRY_RSI,

@@ -73,34 +73,34 @@ static bool digest_equal(const uint8_t *a, const uint8_t *b) {
 
 void purgatory_format_stamps(const struct purgatory_stamps *s, char mode, char impl,
                              char out[static PURGATORY_STAMPS_FIELD_LEN]) {
-	const uint64_t v[3] = { s->tsc_entry, s->tsc_verified, s->tsc_jump };
+	const uint64_t v[PURGATORY_STAMPS_NR_TSC] = { s->tsc_entry, s->tsc_verified, s->tsc_jump };
 	unsigned o = 0;
 
-	for (unsigned k = 0; k < 3; k++) {
-		for (int i = 0; i < 16; i++)
+	for (unsigned k = 0; k < PURGATORY_STAMPS_NR_TSC; k++) {
+		for (int i = 0; i < PURGATORY_STAMPS_TSC_DIGITS; i++)
 			out[o++] = "0123456789abcdef"[(v[k] >> (60 - 4 * i)) & 0xf];
-		out[o++] = ',';
+		out[o++] = PURGATORY_STAMPS_SEPARATOR;
 	}
 	out[o++] = mode;
-	out[o++] = ',';
+	out[o++] = PURGATORY_STAMPS_SEPARATOR;
 	out[o++] = impl;
 }
 
 static char impl_char(Sha256Impl impl) {
 	switch (impl) {
 	case SHA256_IMPL_SHANI:
-		return 's';
+		return PURGATORY_STAMPS_IMPL_SHANI;
 	case SHA256_IMPL_AVX2:
-		return 'a';
+		return PURGATORY_STAMPS_IMPL_AVX2;
 	default:
-		return 'g';
+		return PURGATORY_STAMPS_IMPL_GENERIC;
 	}
 }
 
 void purgatory_main(struct purgatory_params *p) {
 	uint64_t t_entry = purgatory_arch_rdtsc();
 	bool verify;
-	char mode, impl = '-';
+	char mode, impl = PURGATORY_STAMPS_IMPL_NONE;
 
 	/* 1. The contract: a blob and a loader of different versions never mix. */
 	if (p->magic != PURGATORY_ABI_MAGIC || p->abi_version != PURGATORY_ABI_VERSION ||
@@ -142,7 +142,9 @@ void purgatory_main(struct purgatory_params *p) {
 	p->stamps.tsc_verified = purgatory_arch_rdtsc();
 
 	/* 3. Stamps into the new kernel's command line, then hand over. */
-	mode = (p->flags & PURGATORY_FLAG_PANIC) ? 'p' : verify ? 'v' : 'f';
+	mode = (p->flags & PURGATORY_FLAG_PANIC) ? PURGATORY_STAMPS_MODE_PANIC
+	       : verify                          ? PURGATORY_STAMPS_MODE_VERIFIED
+	                                         : PURGATORY_STAMPS_MODE_FAST;
 	p->stamps.tsc_jump = purgatory_arch_rdtsc();
 	if (p->stamps_addr != 0 && p->stamps_len == PURGATORY_STAMPS_FIELD_LEN)
 		purgatory_format_stamps(&p->stamps, mode, impl, (char *)(uintptr_t)p->stamps_addr);

@@ -18,6 +18,7 @@
 
 #include "macros.h"
 #include "purgatory.h"
+#include "timebase.h"
 #include "sha256.h"
 
 static uint64_t fake_tsc;
@@ -125,14 +126,18 @@ static const char *stamps_field(struct fixture *f) {
 	return (const char *)(uintptr_t)f->params.stamps_addr;
 }
 
+/* Reads the field back with the daemon's parser: what purgatory writes is what
+ * the booted system understands (one format, purgatory-abi.h). */
 static void parse_stamps(const char *field, uint64_t v[3], char *mode, char *impl) {
-	char buf[PURGATORY_STAMPS_FIELD_LEN + 1];
+	char buf[sizeof(PURGATORY_STAMPS_KEY) + PURGATORY_STAMPS_FIELD_LEN + 16];
+	TimebaseStamps st = {};
 
-	memcpy(buf, field, PURGATORY_STAMPS_FIELD_LEN);
-	buf[PURGATORY_STAMPS_FIELD_LEN] = 0;
-	assert_int_equal(sscanf(buf, "%16" SCNx64 ",%16" SCNx64 ",%16" SCNx64 ",%c,%c", &v[0],
-	                        &v[1], &v[2], mode, impl),
-	                 5);
+	snprintf(buf, sizeof(buf), "ro %s%.*s quiet", PURGATORY_STAMPS_KEY,
+	         PURGATORY_STAMPS_FIELD_LEN, field);
+	assert_int_equal(timebase_stamps_from_cmdline(buf, &st), 0);
+	v[0] = st.entry, v[1] = st.verified, v[2] = st.jump;
+	*mode = st.mode;
+	*impl = st.impl;
 }
 
 static void test_purgatory_verified_boots_and_stamps(void **state) {

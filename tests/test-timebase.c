@@ -3,10 +3,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "macros.h"
+#include "purgatory-abi.h"
 #include "timebase.h"
 
 #define MS  INT64_C(1000000)
@@ -424,47 +426,165 @@ static void test_timebase_cpu_parse(void **state) {
 	assert_int_equal(timebase_cpu_parse(NULL, NULL, NULL), -EINVAL);
 }
 
-static void test_timebase_stamps_from_cmdline(void **state) {
+/* Writes the field exactly as purgatory does (purgatory_format_stamps() lays it
+ * out from the same PURGATORY_STAMPS_* constants). */
+static void stamps_field(char *out, uint64_t e, uint64_t v, uint64_t j, char mode, char impl) {
+	sprintf(out, "%016" PRIx64 ",%016" PRIx64 ",%016" PRIx64 ",%c,%c", e, v, j, mode, impl);
+	assert_int_equal(strlen(out), PURGATORY_STAMPS_FIELD_LEN);
+}
+
+static void test_timebase_stamps_present(void **state) {
+	char field[PURGATORY_STAMPS_FIELD_LEN + 1], line[256];
 	TimebaseStamps st = { .entry = 7 };
 
-	assert_int_equal(
-	        timebase_stamps_from_cmdline(
-	                "BOOT_IMAGE=/vmlinuz root=/dev/vda1 upgraded.stamps=00000000000003e8,"
-	                "00000000000007d0,0000000000000bb8 quiet\n",
-	                &st),
-	        0);
+	/* verified, with SHA-NI, in the middle of a real-looking line */
+	stamps_field(field, 1000, 2000, 3000, 'v', 's');
+	snprintf(line, sizeof(line), "BOOT_IMAGE=/vmlinuz root=/dev/vda1 %s%s quiet\n",
+	         PURGATORY_STAMPS_KEY, field);
+	assert_int_equal(timebase_stamps_from_cmdline(line, &st), 0);
 	assert_int_equal(st.entry, 1000);
 	assert_int_equal(st.verified, 2000);
 	assert_int_equal(st.jump, 3000);
+	assert_string_equal(timebase_stamps_mode_to_string(st.mode), "verified");
+	assert_string_equal(timebase_stamps_impl_to_string(st.impl), "sha-ni");
 
-	/* fast handoff: no verification stamp; 0x prefix; at the end of the line */
-	assert_int_equal(
-	        timebase_stamps_from_cmdline("ro upgraded.stamps=0xFFFFFFFFFFFFFFFF,,0x10", &st),
-	        0);
-	assert_int_equal(st.entry, UINT64_MAX);
+	/* fast: nothing hashed; at the end of the line; the full 64-bit range */
+	stamps_field(field, UINT64_MAX - 5, UINT64_MAX - 5, UINT64_MAX, 'f', '-');
+	snprintf(line, sizeof(line), "ro %s%s", PURGATORY_STAMPS_KEY, field);
+	assert_int_equal(timebase_stamps_from_cmdline(line, &st), 0);
+	assert_int_equal(st.entry, UINT64_MAX - 5);
+	assert_int_equal(st.jump, UINT64_MAX);
+	assert_string_equal(timebase_stamps_mode_to_string(st.mode), "fast");
+	assert_string_equal(timebase_stamps_impl_to_string(st.impl), "none");
+
+	/* the panic image, AVX2 and generic */
+	stamps_field(field, 1, 2, 3, 'p', 'a');
+	snprintf(line, sizeof(line), "reset_devices upgraded.panic=1 %s%s", PURGATORY_STAMPS_KEY,
+	         field);
+	assert_int_equal(timebase_stamps_from_cmdline(line, &st), 0);
+	assert_string_equal(timebase_stamps_mode_to_string(st.mode), "panic");
+	assert_string_equal(timebase_stamps_impl_to_string(st.impl), "avx2");
+	stamps_field(field, 1, 2, 3, 'v', 'g');
+	snprintf(line, sizeof(line), "%s%s", PURGATORY_STAMPS_KEY, field);
+	assert_int_equal(timebase_stamps_from_cmdline(line, &st), 0);
+	assert_string_equal(timebase_stamps_impl_to_string(st.impl), "generic");
+
+	/* the last occurrence wins, as for the kernel's parameters */
+	stamps_field(field, 9, 9, 9, 'v', 'g');
+	snprintf(line, sizeof(line), "%s%s %s%s", PURGATORY_STAMPS_KEY, PURGATORY_STAMPS_TEMPLATE,
+	         PURGATORY_STAMPS_KEY, field);
+	assert_int_equal(timebase_stamps_from_cmdline(line, &st), 0);
+	assert_int_equal(st.entry, 9);
+}
+
+/* A stamp purgatory could not take (0) is absent, the others stay; the loader's
+ * placeholder never overwritten gives all absent and no mode. */
+static void test_timebase_stamps_partial(void **state) {
+	char field[PURGATORY_STAMPS_FIELD_LEN + 1], line[128];
+	TimebaseStamps st = { .entry = 7 };
+
+	stamps_field(field, 0, 0, 3000, 'v', 'g');
+	snprintf(line, sizeof(line), "%s%s", PURGATORY_STAMPS_KEY, field);
+	assert_int_equal(timebase_stamps_from_cmdline(line, &st), 0);
+	assert_int_equal(st.entry, 0);
 	assert_int_equal(st.verified, 0);
-	assert_int_equal(st.jump, 16);
+	assert_int_equal(st.jump, 3000);
+	assert_int_equal(st.mode, 'v');
 
-	/* the untouched placeholder: all absent */
-	assert_int_equal(
-	        timebase_stamps_from_cmdline(
-	                "upgraded.stamps=0000000000000000,0000000000000000,0000000000000000", &st),
-	        0);
+	snprintf(line, sizeof(line), "ro %s%s", PURGATORY_STAMPS_KEY, PURGATORY_STAMPS_TEMPLATE);
+	assert_int_equal(timebase_stamps_from_cmdline(line, &st), 0);
 	assert_int_equal(st.entry, 0);
 	assert_int_equal(st.jump, 0);
+	assert_int_equal(st.mode, 0);
+	assert_null(timebase_stamps_mode_to_string(st.mode));
+}
 
-	/* absent, or only as part of another word */
-	st.entry = 7;
+static void test_timebase_stamps_absent(void **state) {
+	TimebaseStamps st = { .entry = 7 };
+
 	assert_int_equal(timebase_stamps_from_cmdline("ro quiet", &st), -ENOENT);
-	assert_int_equal(timebase_stamps_from_cmdline("xupgraded.stamps=1,2,3", &st), -ENOENT);
-	/* malformed: *ret untouched */
-	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=12g4", &st), -EBADMSG);
-	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1,2,3,4", &st), -EBADMSG);
-	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=11111111111111111", &st),
-	                 -EBADMSG);
-	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1;2", &st), -EBADMSG);
+	assert_int_equal(timebase_stamps_from_cmdline("", &st), -ENOENT);
+	assert_int_equal(
+	        timebase_stamps_from_cmdline("xupgraded.stamps=" PURGATORY_STAMPS_TEMPLATE, &st),
+	        -ENOENT);
 	assert_int_equal(st.entry, 7);
 	assert_int_equal(timebase_stamps_from_cmdline(NULL, &st), -EINVAL);
+	assert_int_equal(timebase_stamps_from_cmdline("ro", NULL), -EINVAL);
+}
+
+/* Anything but the exact layout is refused and leaves *ret alone. */
+static void test_timebase_stamps_malformed(void **state) {
+	static const char *const bad[] = {
+		/* the old guessed format: short fields, 0x, empty fields */
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8",
+		"upgraded.stamps=0xFFFFFFFFFFFFFFFF,,0x10",
+		"upgraded.stamps=1,2,3",
+		"upgraded.stamps=",
+		/* truncated by one, or one character glued on */
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,v,",
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,v,gx",
+		/* not hex, upper case, wrong separators */
+		"upgraded.stamps=00000000000003g8,00000000000007d0,0000000000000bb8,v,g",
+		"upgraded.stamps=00000000000003E8,00000000000007d0,0000000000000bb8,v,g",
+		"upgraded.stamps=00000000000003e8;00000000000007d0,0000000000000bb8,v,g",
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,vg,",
+		/* unknown mode or implementation, or one that contradicts the mode */
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,x,g",
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,v,z",
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,v,-",
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,f,s",
+		"upgraded.stamps=00000000000003e8,00000000000007d0,0000000000000bb8,p,-",
+	};
+	TimebaseStamps st = { .entry = 7 };
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		int r = timebase_stamps_from_cmdline(bad[i], &st);
+
+		if (r != -EBADMSG)
+			fail_msg("'%s': expected -EBADMSG, got %d", bad[i], r);
+		assert_int_equal(st.entry, 7);
+	}
+}
+
+/* The report's purgatory section: V - E at the TSC rate, measured only with an
+ * invariant TSC. */
+static void test_timebase_purgatory_json(void **state) {
+	TimebaseStamps st = {
+		.entry = 1000000, .verified = 3000000, .jump = 3000100, .mode = 'v', .impl = 's'
+	};
+	TimebaseCpu cpu = { .constant_tsc = true, .nonstop_tsc = true, .tsc_khz = 2000000 };
+	struct json_object *o = NULL, *v;
+
+	assert_int_equal(timebase_purgatory_to_json(&st, &cpu, 83886080, &o), 0);
+	assert_true(json_object_object_get_ex(o, "verify_ns", &v));
+	assert_int_equal(json_object_get_uint64(v), 1000000); /* 2e6 ticks at 2 GHz = 1 ms */
+	assert_true(json_object_object_get_ex(o, "verify_time", &v));
+	assert_string_equal(json_object_get_string(v), "measured");
+	assert_true(json_object_object_get_ex(o, "implementation", &v));
+	assert_string_equal(json_object_get_string(v), "sha-ni");
+	assert_true(json_object_object_get_ex(o, "verified_bytes", &v));
+	assert_int_equal(json_object_get_uint64(v), 83886080);
+	json_object_put(o);
+
+	/* The lab's TCG guest: unstable TSC, the figure is an estimate. */
+	cpu.tsc_unstable = true;
+	assert_int_equal(timebase_purgatory_to_json(&st, &cpu, 1, &o), 0);
+	assert_true(json_object_object_get_ex(o, "verify_time", &v));
+	assert_string_equal(json_object_get_string(v), "estimated");
+	json_object_put(o);
+
+	/* No frequency: no figure. Fast: nothing verified. */
+	cpu.tsc_khz = 0;
+	st.mode = 'f', st.impl = '-';
+	assert_int_equal(timebase_purgatory_to_json(&st, &cpu, 5, &o), 0);
+	assert_true(json_object_object_get_ex(o, "verify_ns", &v));
+	assert_null(v);
+	assert_true(json_object_object_get_ex(o, "verify_time", &v));
+	assert_string_equal(json_object_get_string(v), "unknown");
+	assert_true(json_object_object_get_ex(o, "verified_bytes", &v));
+	assert_int_equal(json_object_get_uint64(v), 0);
+	json_object_put(o);
+	assert_int_equal(timebase_purgatory_to_json(NULL, &cpu, 0, &o), -EINVAL);
 }
 
 static void test_timebase_sample_now(void **state) {
@@ -498,7 +618,11 @@ int main(void) {
 		cmocka_unit_test(test_timebase_downtime),
 		cmocka_unit_test(test_timebase_names),
 		cmocka_unit_test(test_timebase_cpu_parse),
-		cmocka_unit_test(test_timebase_stamps_from_cmdline),
+		cmocka_unit_test(test_timebase_stamps_present),
+		cmocka_unit_test(test_timebase_stamps_partial),
+		cmocka_unit_test(test_timebase_stamps_absent),
+		cmocka_unit_test(test_timebase_stamps_malformed),
+		cmocka_unit_test(test_timebase_purgatory_json),
 		cmocka_unit_test(test_timebase_sample_now),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

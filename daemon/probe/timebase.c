@@ -13,6 +13,7 @@
 #endif
 
 #include "macros.h"
+#include "purgatory-abi.h"
 #include "timebase.h"
 
 #define NSEC_PER_SEC UINT64_C(1000000000)
@@ -283,6 +284,13 @@ static int add_obj(struct json_object *o, const char *k, struct json_object *v) 
 	return 0;
 }
 
+/* v NULL: a JSON null. */
+static int add_str_or_null(struct json_object *o, const char *k, const char *v) {
+	if (!v)
+		return json_object_object_add(o, k, NULL) < 0 ? -ENOMEM : 0;
+	return add_obj(o, k, json_object_new_string(v));
+}
+
 static int add_phase(struct json_object *a, const char *name, int64_t start, int64_t end,
                      bool trusted) {
 	struct json_object *p = json_object_new_object();
@@ -500,40 +508,31 @@ int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret) 
 	return 0;
 }
 
-/* One hex field ending at ',' or the end of the value; empty -> 0 (absent). */
-static int parse_hex_field(const char **p, uint64_t *ret) {
-	const char *s = *p;
+/* PURGATORY_STAMPS_TSC_DIGITS lowercase hex digits, exactly (purgatory's writer). */
+static int parse_tsc_field(const char *s, uint64_t *ret) {
 	uint64_t v = 0;
-	unsigned digits = 0;
 
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	for (;; s++) {
+	for (unsigned i = 0; i < PURGATORY_STAMPS_TSC_DIGITS; i++) {
 		unsigned d;
 
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (*s >= 'a' && *s <= 'f')
-			d = (unsigned)(*s - 'a' + 10);
-		else if (*s >= 'A' && *s <= 'F')
-			d = (unsigned)(*s - 'A' + 10);
+		if (s[i] >= '0' && s[i] <= '9')
+			d = (unsigned)(s[i] - '0');
+		else if (s[i] >= 'a' && s[i] <= 'f')
+			d = (unsigned)(s[i] - 'a' + 10);
 		else
-			break;
-		if (++digits > 16)
 			return -EBADMSG;
 		v = v << 4 | d;
 	}
-	if (*s != ',' && *s != ' ' && *s != '\t' && *s != '\n' && *s != '\0')
-		return -EBADMSG;
-	*p = s;
 	*ret = v;
 	return 0;
 }
 
 int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret) {
-	static const char key[] = "upgraded.stamps=";
+	static const char key[] = PURGATORY_STAMPS_KEY;
 	const char *p = cmdline, *found = NULL;
-	uint64_t v[3] = {};
+	uint64_t v[PURGATORY_STAMPS_NR_TSC] = {};
+	char mode, impl, end;
+	size_t n;
 
 	if (!cmdline || !ret)
 		return -EINVAL;
@@ -544,21 +543,104 @@ int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret) {
 	if (!found)
 		return -ENOENT;
 
-	p = found;
-	for (unsigned i = 0; i < 3; i++) {
-		int r = parse_hex_field(&p, &v[i]);
-
-		if (r < 0)
-			return r;
-		if (*p != ',')
-			break;
-		if (i == 2)
-			return -EBADMSG; /* a fourth field */
-		p++;
-	}
-	if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\0')
+	/* 1. Exactly the field the loader reserved, and nothing glued to it. */
+	n = strnlen(found, PURGATORY_STAMPS_FIELD_LEN + 1);
+	if (n < PURGATORY_STAMPS_FIELD_LEN)
 		return -EBADMSG;
-	*ret = (TimebaseStamps){ .entry = v[0], .verified = v[1], .jump = v[2] };
+	end = found[PURGATORY_STAMPS_FIELD_LEN];
+	if (end != '\0' && end != ' ' && end != '\t' && end != '\n')
+		return -EBADMSG;
+	/* 2. The loader's placeholder, never overwritten: purgatory did not run. */
+	if (strncmp(found, PURGATORY_STAMPS_TEMPLATE, PURGATORY_STAMPS_FIELD_LEN) == 0) {
+		*ret = (TimebaseStamps){};
+		return 0;
+	}
+	/* 3. Three TSC values, the mode, the implementation. */
+	for (unsigned i = 0; i < PURGATORY_STAMPS_NR_TSC; i++) {
+		const char *f = found + i * (PURGATORY_STAMPS_TSC_DIGITS + 1);
+
+		if (parse_tsc_field(f, &v[i]) < 0 ||
+		    f[PURGATORY_STAMPS_TSC_DIGITS] != PURGATORY_STAMPS_SEPARATOR)
+			return -EBADMSG;
+	}
+	mode = found[PURGATORY_STAMPS_MODE_POS];
+	impl = found[PURGATORY_STAMPS_IMPL_POS];
+	if (found[PURGATORY_STAMPS_MODE_POS + 1] != PURGATORY_STAMPS_SEPARATOR)
+		return -EBADMSG;
+	if (!timebase_stamps_mode_to_string(mode) || !timebase_stamps_impl_to_string(impl))
+		return -EBADMSG;
+	/* Fast hashes nothing; verified and panic always hash. */
+	if ((mode == PURGATORY_STAMPS_MODE_FAST) != (impl == PURGATORY_STAMPS_IMPL_NONE))
+		return -EBADMSG;
+
+	*ret = (TimebaseStamps){
+		.entry = v[0], .verified = v[1], .jump = v[2], .mode = mode, .impl = impl
+	};
+	return 0;
+}
+
+const char *timebase_stamps_mode_to_string(char mode) {
+	switch (mode) {
+	case PURGATORY_STAMPS_MODE_VERIFIED:
+		return "verified";
+	case PURGATORY_STAMPS_MODE_FAST:
+		return "fast";
+	case PURGATORY_STAMPS_MODE_PANIC:
+		return "panic";
+	default:
+		return NULL;
+	}
+}
+
+const char *timebase_stamps_impl_to_string(char impl) {
+	switch (impl) {
+	case PURGATORY_STAMPS_IMPL_SHANI:
+		return "sha-ni";
+	case PURGATORY_STAMPS_IMPL_AVX2:
+		return "avx2";
+	case PURGATORY_STAMPS_IMPL_GENERIC:
+		return "generic";
+	case PURGATORY_STAMPS_IMPL_NONE:
+		return "none";
+	default:
+		return NULL;
+	}
+}
+
+int timebase_purgatory_to_json(const TimebaseStamps *st, const TimebaseCpu *cpu,
+                               uint64_t verified_bytes, struct json_object **ret) {
+	struct json_object *o;
+	const char *quality = "unknown";
+	int k = 0;
+
+	if (!st || !cpu || !ret)
+		return -EINVAL;
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	k |= add_str_or_null(o, "mode", timebase_stamps_mode_to_string(st->mode));
+	k |= add_str_or_null(o, "implementation", timebase_stamps_impl_to_string(st->impl));
+	k |= add_u64(o, "verified_bytes",
+	             st->mode == PURGATORY_STAMPS_MODE_FAST ? 0 : verified_bytes);
+	if (st->entry != 0 && st->verified >= st->entry && cpu->tsc_khz > 0) {
+		uint64_t ticks = st->verified - st->entry;
+		/* ticks / kHz = ms; keep ns without overflow for any sane span. */
+		uint64_t ns = ticks / cpu->tsc_khz * 1000000 +
+		              ticks % cpu->tsc_khz * 1000000 / cpu->tsc_khz;
+
+		k |= add_u64(o, "verify_ns", ns);
+		/* Exact when the TSC runs at a known, constant rate; under an emulator or
+		 * with an unstable TSC the frequency only approximates purgatory's ticks. */
+		quality = cpu->constant_tsc && cpu->nonstop_tsc && !cpu->tsc_unstable ? "measured"
+		                                                                      : "estimated";
+	} else
+		k |= add_str_or_null(o, "verify_ns", NULL);
+	k |= add_obj(o, "verify_time", json_object_new_string(quality));
+	if (k) {
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	*ret = o;
 	return 0;
 }
 

@@ -46,6 +46,8 @@ typedef struct TimebaseStamps {
 	uint64_t entry;
 	uint64_t verified;
 	uint64_t jump;
+	char mode; /* 'v' verified, 'f' fast, 'p' panic; 0: not written */
+	char impl; /* 's' SHA-NI, 'a' AVX2, 'g' generic, '-' none (fast); 0: not written */
 } TimebaseStamps;
 
 typedef struct TimebaseInput {
@@ -125,11 +127,28 @@ int timebase_to_json(const Timebase *tb, const TimebaseInput *in, struct json_ob
 /* Reads "flags" of /proc/cpuinfo and the TSC lines of kmsg (either may be NULL). */
 int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret);
 
-/* Finds "upgraded.stamps=ENTRY,VERIFIED,JUMP" in a kernel command line: TSC values
- * in hex (16 digits in purgatory's fixed-width placeholder, "0x" optional); an
- * empty or all-zero field is an absent stamp. -ENOENT without the parameter,
- * -EBADMSG when it is malformed (*ret untouched). */
+/* Finds purgatory's "upgraded.stamps=E,V,J,M,I" in a kernel command line, in the
+ * one format purgatory/purgatory-abi.h defines (PURGATORY_STAMPS_*): three TSC
+ * values of exactly 16 lowercase hex digits (entry, after verification, before
+ * the jump), the mode ('v', 'f', 'p') and the SHA-256 implementation ('s', 'a',
+ * 'g', '-' for none in fast mode). An all-zero TSC is an absent stamp; the
+ * loader's untouched placeholder gives 0 with every stamp absent and mode 0.
+ * -ENOENT without the parameter, -EBADMSG when it is malformed (*ret untouched). */
 int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret);
+
+/* "verified", "fast", "panic"; NULL for anything else. */
+const char *timebase_stamps_mode_to_string(char mode);
+/* "sha-ni", "avx2", "generic", "none"; NULL for anything else. */
+const char *timebase_stamps_impl_to_string(char impl);
+
+/* The report's purgatory section: {"mode","implementation","verified_bytes",
+ * "verify_ns","verify_time"}. verify_ns is (V - E) TSC ticks at cpu->tsc_khz, null
+ * without both stamps or a frequency; verify_time says "measured" (invariant TSC
+ * of known rate), "estimated" (the rate is uncertain: no constant/nonstop TSC,
+ * or marked unstable, as under QEMU TCG) or "unknown". verified_bytes is what
+ * the loader listed for purgatory to hash (0 in fast mode). */
+int timebase_purgatory_to_json(const TimebaseStamps *st, const TimebaseCpu *cpu,
+                               uint64_t verified_bytes, struct json_object **ret);
 
 /* Reads TSC, CLOCK_REALTIME and CLOCK_MONOTONIC together (not pure). */
 int timebase_sample_now(TimebaseSample *ret);
