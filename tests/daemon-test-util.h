@@ -104,11 +104,15 @@ static inline int test_write_bzimage(const char *root, const char *rel, const ch
 
 static inline int test_write_file(const char *root, const char *rel, const char *data,
                                   mode_t mode) {
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *dir = NULL;
 	int r;
 
-	if (asprintf(&path, "%s%s", root, rel) < 0)
+	if (asprintf(&path, "%s%s", root, rel) < 0 || !(dir = strdup(path)))
 		return -ENOMEM;
+	*strrchr(dir, '/') = '\0';
+	r = mkdir_p(dir, 0755);
+	if (r < 0)
+		return r;
 	r = write_file_atomic(path, data, strlen(data), mode);
 	if (r < 0)
 		return r;

@@ -41,14 +41,7 @@ static int fake_load(const struct loader_image *img, void *userdata) {
 }
 
 static void put(const char *root, const char *rel, const char *data) {
-	_cleanup_free_ char *p = NULL, *dir = NULL;
-
-	assert_int_equal(path_prefix_root(root, rel, &p), 0);
-	dir = strdup(p);
-	assert_non_null(dir);
-	*strrchr(dir, '/') = 0;
-	assert_int_equal(mkdir_p(dir, 0755), 0);
-	assert_int_equal(write_file_atomic(p, data, strlen(data), 0644), 0);
+	assert_int_equal(test_write_file(root, rel, data, 0644), 0);
 }
 
 static void memmap(const char *root, unsigned i, const char *start, const char *end,
