@@ -853,6 +853,30 @@ static void gather_handoff_facts(Context *c, HandoffFacts *f) {
 	unsigned long long taint;
 
 	*f = (HandoffFacts){ .digests_at_stage = true };
+	/* kexec_load backend: the kernel holds the very bytes hashed at stage (the
+	 * files are not read again, so later changes to them cannot matter), and the
+	 * placement is checked against the memory map the host has now. */
+	if (c->backend == &kexec_backend_loader && kexec_loader_image(false)) {
+		f->files_unchanged = true;
+		f->memory_map_unchanged = kexec_loader_memory_map_unchanged(c->root) > 0;
+	}
+	/* An IOMMU registered with the kernel (/sys/class/iommu/<unit>) remaps DMA. */
+	free(path);
+	path = NULL;
+	if (path_prefix_root(c->root, "/sys/class/iommu", &path) >= 0) {
+		DIR *d = opendir(path);
+
+		if (d) {
+			struct dirent *de;
+
+			while ((de = readdir(d)))
+				if (de->d_name[0] != '.') {
+					f->iommu_enabled = true;
+					break;
+				}
+			closedir(d);
+		}
+	}
 	if (path_prefix_root(c->root, "/proc/sys/kernel/tainted", &path) >= 0 &&
 	    read_file_full(path, 64, &data, NULL) >= 0 &&
 	    safe_atou64(strstrip(data), &taint) >= 0) {

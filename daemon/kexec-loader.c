@@ -32,6 +32,18 @@ const struct loader_image *kexec_loader_image(bool panic) {
 	return images[panic];
 }
 
+int kexec_loader_memory_map_unchanged(const char *root) {
+	uint8_t now[SHA256_DIGEST_SIZE];
+	int r;
+
+	if (!images[0])
+		return -ESTALE;
+	r = loader_memory_map_digest(root, now);
+	if (r < 0)
+		return r;
+	return memcmp(now, loader_image_memory_map_digest(images[0]), sizeof(now)) == 0;
+}
+
 uint64_t kexec_loader_verified_bytes(void) {
 	const struct purgatory_params *pp;
 	uint64_t n = 0;

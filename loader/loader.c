@@ -56,6 +56,7 @@ struct loader_image {
 	size_t nr_segments;
 	uint64_t entry;
 	bool panic;
+	uint8_t memmap_digest[SHA256_DIGEST_SIZE]; /* of the map the segments were placed in */
 };
 
 static const char *const unusable_table[_LOADER_UNUSABLE_MAX] = {
@@ -368,6 +369,44 @@ static int read_crash_ranges(const char *root, struct mem_range *ret, size_t max
 	return 0;
 }
 
+/* The placement inputs (firmware map + crash reservation), field by field. */
+static void memmap_digest(const struct mem_range *map, size_t nr_map, const struct mem_range *crash,
+                          size_t nr_crash, uint8_t ret[static SHA256_DIGEST_SIZE]) {
+	struct sha256_ctx c;
+
+	sha256_init(&c);
+	for (size_t k = 0; k < 2; k++) {
+		const struct mem_range *r = k == 0 ? map : crash;
+		size_t n = k == 0 ? nr_map : nr_crash;
+
+		sha256_update(&c, &n, sizeof(n));
+		for (size_t i = 0; i < n; i++) {
+			sha256_update(&c, &r[i].start, sizeof(r[i].start));
+			sha256_update(&c, &r[i].end, sizeof(r[i].end));
+			sha256_update(&c, &r[i].type, sizeof(r[i].type));
+		}
+	}
+	sha256_final(&c, ret);
+}
+
+int loader_memory_map_digest(const char *root, uint8_t ret[static SHA256_DIGEST_SIZE]) {
+	_cleanup_free_ struct mem_range *map = NULL;
+	struct mem_range crash[8];
+	size_t nr_map = 0, nr_crash = 0;
+	int r;
+
+	r = read_memmap(root, &map, &nr_map);
+	if (r < 0)
+		return r;
+	(void)read_crash_ranges(root, crash, ELEMENTSOF(crash), &nr_crash);
+	memmap_digest(map, nr_map, crash, nr_crash, ret);
+	return 0;
+}
+
+const uint8_t *loader_image_memory_map_digest(const struct loader_image *img) {
+	return img->memmap_digest;
+}
+
 /* --- placement ------------------------------------------------------------- */
 
 #define PLACER_MAX_BLOCKERS (MEMMAP_MAX_RANGES + 8)
@@ -614,6 +653,8 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 		 * unreadable /proc/iomem only means we cannot tell. */
 		(void)read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
 	}
+	/* Same inputs as loader_memory_map_digest(): the map and the reservation. */
+	memmap_digest(map, nr_map, crash, nr_crash, img->memmap_digest);
 
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)

@@ -23,6 +23,7 @@
 
 #include "bzimage.h"
 #include "purgatory-abi.h"
+#include "sha256.h"
 
 /* Why kexec_load cannot be used here; the backend then uses kexec_file_load. */
 typedef enum LoaderUnusable {
@@ -131,6 +132,13 @@ int loader_unload(bool panic);
  */
 int loader_image_set_mode(struct loader_image *img, LoaderMode mode);
 bool loader_image_is_panic(const struct loader_image *img);
+
+/* SHA-256 over the memory map placement depends on (/sys/firmware/memmap and
+ * the crash reservation in /proc/iomem): equal digests mean a built image's
+ * placement still holds. loader_image_memory_map_digest() is the one taken
+ * when the image was built. */
+int loader_memory_map_digest(const char *root, uint8_t ret[static SHA256_DIGEST_SIZE]);
+const uint8_t *loader_image_memory_map_digest(const struct loader_image *img);
 
 /* Tests only (the lab's corruption test): flips one bit of the kernel
  * segment's recorded digest, so a verified handoff must refuse and reset. */

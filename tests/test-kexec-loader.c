@@ -246,6 +246,62 @@ static void test_kexec_loader_panic_always_verified(void **state) {
 	assert_null(kexec_loader_image(true));
 }
 
+/* The policy's decision reaches the loader through the daemon: Mode=fast with
+ * nothing blocking makes the held normal image fast, the crash image stays
+ * verified; a memory map that changed since stage blocks fast. */
+static void test_kexec_loader_policy_fast_through_commit(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(context_freep) Context *c = NULL;
+	const char *root = *state;
+	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
+	Policy *p = NULL;
+	Seen seen = {};
+	Update *u = NULL;
+
+	kexec_loader_set_load_func_for_test(fake_load, &seen);
+	put(root, "/sys/class/iommu/dmar0/uevent", "\n");
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	assert_int_equal(policy_new_default(&p), 0);
+	p->mode = POLICY_HANDOFF_MODE_FAST;
+	p->allow_fast = true;
+	assert_int_equal(context_set_policy(c, p), 0);
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_int_equal(kexec_loader_memory_map_unchanged(root), 1);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	if (!streq(u->handoff, "fast"))
+		fail_msg("expected fast, got %s: %s", u->handoff, u->handoff_reason);
+	assert_int_equal(loader_image_params(kexec_loader_image(false))->mode, PURGATORY_MODE_FAST);
+	assert_int_equal(loader_image_params(kexec_loader_image(true))->mode,
+	                 PURGATORY_MODE_VERIFIED);
+	context_free(TAKE_PTR(c));
+	(void)kexec_backend_loader.unload(NULL, 0);
+	(void)kexec_backend_loader.unload(NULL, KEXEC_IMAGE_PANIC);
+
+	/* Memory hot-added after stage: the placement is stale, fast is blocked. */
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	assert_int_equal(policy_new_default(&p), 0);
+	p->mode = POLICY_HANDOFF_MODE_FAST;
+	p->allow_fast = true;
+	assert_int_equal(context_set_policy(c, p), 0);
+	/* the earlier update is done with: a fresh state directory */
+	{
+		_cleanup_free_ char *cmd = NULL;
+
+		assert_true(asprintf(&cmd, "rm -rf '%s/var/lib/upgraded'", root) > 0);
+		assert_int_equal(system(cmd), 0);
+	}
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	memmap(root, 4, "0x640000000\n", "0x67fffffff\n", "System RAM\n");
+	assert_int_equal(kexec_loader_memory_map_unchanged(root), 0);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_string_equal(u->handoff, "verified");
+	assert_non_null(strstr(u->handoff_reason, "memory map"));
+	assert_int_equal(loader_image_params(kexec_loader_image(false))->mode,
+	                 PURGATORY_MODE_VERIFIED);
+}
+
 /* A crash image loaded before stage (kdump) is recorded with its owner; cancel
  * says what it did about it (under a test root: what it would run). */
 static void test_kexec_loader_previous_crash_image(void **state) {
@@ -339,6 +395,7 @@ int main(void) {
 		T(test_kexec_loader_select_nothing_works),
 		T(test_kexec_loader_daemon_unavailable_changes_nothing),
 		T(test_kexec_loader_panic_always_verified),
+		T(test_kexec_loader_policy_fast_through_commit),
 		T(test_kexec_loader_previous_crash_image),
 		T(test_kexec_loader_stage_real_kernel),
 	};
