@@ -478,7 +478,8 @@ int context_load(Context *c) {
 			log_error_errno(r, "Ignoring update record '%s': %m", p);
 	}
 	closedir(d);
-	qsort(c->updates, c->n_updates, sizeof(*c->updates), cmp_updates);
+	if (c->n_updates > 1)
+		qsort(c->updates, c->n_updates, sizeof(*c->updates), cmp_updates);
 
 	/* LastReport: the newest finished update that has a report. */
 	for (size_t i = 0; i < c->n_updates; i++) {
@@ -849,7 +850,7 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 /* Facts the policy asks for that are cheap and honest to give at commit time;
  * everything not measured stays zero ("unknown"), which never allows fast. */
 static void gather_handoff_facts(Context *c, HandoffFacts *f) {
-	_cleanup_free_ char *path = NULL, *data = NULL;
+	_cleanup_free_ char *path = NULL, *data = NULL, *iommu = NULL;
 	unsigned long long taint;
 
 	*f = (HandoffFacts){ .digests_at_stage = true };
@@ -861,10 +862,8 @@ static void gather_handoff_facts(Context *c, HandoffFacts *f) {
 		f->memory_map_unchanged = kexec_loader_memory_map_unchanged(c->root) > 0;
 	}
 	/* An IOMMU registered with the kernel (/sys/class/iommu/<unit>) remaps DMA. */
-	free(path);
-	path = NULL;
-	if (path_prefix_root(c->root, "/sys/class/iommu", &path) >= 0) {
-		DIR *d = opendir(path);
+	if (path_prefix_root(c->root, "/sys/class/iommu", &iommu) >= 0) {
+		DIR *d = opendir(iommu);
 
 		if (d) {
 			struct dirent *de;
