@@ -22,6 +22,23 @@
 #include "macros.h"
 #include "path-util.h"
 #include "policy.h"
+#ifdef UPGRADED_TEST_CORRUPT_DIGEST
+#include "kexec-loader.h"
+
+/* The lab's corruption test (meson -Dtest-corrupt-digest=true builds this into
+ * upgraded-test-corrupt-digest only): every normal image gets one wrong bit in
+ * its recorded kernel digest before it reaches the kernel, so purgatory must
+ * refuse it in verified mode. The crash image is left intact. */
+static int corrupt_then_load(const struct loader_image *img, void *userdata) {
+	static const struct loader_image *corrupted;
+
+	if (!loader_image_is_panic(img) && img != corrupted) {
+		loader_image_corrupt_digest_for_test((struct loader_image *)img);
+		corrupted = img; /* a mode switch loads it again: flip only once */
+	}
+	return loader_image_load(img);
+}
+#endif
 
 typedef struct Args {
 	const char *root;
@@ -203,6 +220,11 @@ static int run(int argc, char *argv[]) {
 		if (!backend)
 			return log_error_errno(-EINVAL, "Unknown backend '%s'.", a.backend);
 	}
+#ifdef UPGRADED_TEST_CORRUPT_DIGEST
+	kexec_loader_set_load_func_for_test(corrupt_then_load, NULL);
+	log_warning("TEST BUILD: staged kernels get a WRONG digest; a verified handoff must "
+	            "refuse and reset.");
+#endif
 	r = context_new(a.root, backend, &c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up: %m");
