@@ -89,6 +89,23 @@ static int teardown(void **state) {
 	return 0;
 }
 
+/* The daemon's core with the default backend selection; with fast_policy,
+ * [Handoff] Mode=fast and AllowFast=yes. */
+static Context *daemon_new(const char *root, bool fast_policy) {
+	Context *c = NULL;
+	Policy *p = NULL;
+
+	assert_int_equal(context_new(root, NULL, &c), 0);
+	c->image_owner = getuid();
+	if (fast_policy) {
+		assert_int_equal(policy_new_default(&p), 0);
+		p->mode = POLICY_HANDOFF_MODE_FAST;
+		p->allow_fast = true;
+		assert_int_equal(context_set_policy(c, p), 0);
+	}
+	return c;
+}
+
 static void select_expect(const char *root, const KexecBackend *want, bool usable, bool fallback,
                           const char *reason_part) {
 	_cleanup_free_ char *why = NULL;
@@ -155,8 +172,7 @@ static void test_kexec_loader_daemon_unavailable_changes_nothing(void **state) {
 
 	assert_int_equal(path_prefix_root(root, "/sys/kernel/kexec_loaded", &p), 0);
 	assert_int_equal(unlink(p), 0);
-	assert_int_equal(context_new(root, NULL, &c), 0);
-	c->image_owner = getuid();
+	c = daemon_new(root, false);
 	assert_ptr_equal(c->backend, &kexec_backend_file);
 	assert_true(c->backend_fallback);
 	assert_true(c->backend_status < 0);
@@ -186,8 +202,7 @@ static void test_kexec_loader_panic_always_verified(void **state) {
 	struct loader_image *panic_img;
 
 	kexec_loader_set_load_func_for_test(fake_load, &seen);
-	assert_int_equal(context_new(root, NULL, &c), 0);
-	c->image_owner = getuid();
+	c = daemon_new(root, false);
 	assert_ptr_equal(c->backend, &kexec_backend_loader);
 	assert_false(c->backend_fallback);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
@@ -254,18 +269,12 @@ static void test_kexec_loader_policy_fast_through_commit(void **state) {
 	_cleanup_(context_freep) Context *c = NULL;
 	const char *root = *state;
 	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
-	Policy *p = NULL;
 	Seen seen = {};
 	Update *u = NULL;
 
 	kexec_loader_set_load_func_for_test(fake_load, &seen);
 	put(root, "/sys/class/iommu/dmar0/uevent", "\n");
-	assert_int_equal(context_new(root, NULL, &c), 0);
-	c->image_owner = getuid();
-	assert_int_equal(policy_new_default(&p), 0);
-	p->mode = POLICY_HANDOFF_MODE_FAST;
-	p->allow_fast = true;
-	assert_int_equal(context_set_policy(c, p), 0);
+	c = daemon_new(root, true);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_int_equal(kexec_loader_memory_map_unchanged(root), 1);
 	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
@@ -279,12 +288,7 @@ static void test_kexec_loader_policy_fast_through_commit(void **state) {
 	(void)kexec_backend_loader.unload(NULL, KEXEC_IMAGE_PANIC);
 
 	/* Memory hot-added after stage: the placement is stale, fast is blocked. */
-	assert_int_equal(context_new(root, NULL, &c), 0);
-	c->image_owner = getuid();
-	assert_int_equal(policy_new_default(&p), 0);
-	p->mode = POLICY_HANDOFF_MODE_FAST;
-	p->allow_fast = true;
-	assert_int_equal(context_set_policy(c, p), 0);
+	c = daemon_new(root, true);
 	/* the earlier update is done with: a fresh state directory */
 	{
 		_cleanup_free_ char *cmd = NULL;
@@ -314,8 +318,7 @@ static void test_kexec_loader_previous_crash_image(void **state) {
 
 	kexec_loader_set_load_func_for_test(fake_load, &seen);
 	put(root, "/sys/kernel/kexec_crash_loaded", "1\n");
-	assert_int_equal(context_new(root, NULL, &c), 0);
-	c->image_owner = getuid();
+	c = daemon_new(root, false);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_string_equal(u->crash_image_before, "unknown");
 	assert_int_equal(context_cancel(c, "", &e), 0);
@@ -332,8 +335,7 @@ static void test_kexec_loader_previous_crash_image(void **state) {
 		assert_int_equal(path_prefix_root(root, "/usr/sbin/kdump-config", &p), 0);
 		assert_int_equal(chmod(p, 0755), 0);
 	}
-	assert_int_equal(context_new(root, NULL, &c), 0);
-	c->image_owner = getuid();
+	c = daemon_new(root, false);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_string_equal(u->crash_image_before, "kdump-tools");
 	assert_int_equal(context_cancel(c, "", &e), 0);
@@ -371,8 +373,7 @@ static void test_kexec_loader_stage_real_kernel(void **state) {
 	assert_int_equal(system(cmd), 0);
 
 	kexec_loader_set_load_func_for_test(fake_load, &seen);
-	assert_int_equal(context_new(root, NULL, &c), 0);
-	c->image_owner = getuid();
+	c = daemon_new(root, false);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_string_equal(u->kernel_version, "6.1.0-57-cloud-amd64");
 	img = kexec_loader_image(false);

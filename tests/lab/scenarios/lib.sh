@@ -13,6 +13,7 @@
 #   lab_counter_vms                 list the counter VMs this host defined
 #   lab_wait_vms_running [TIMEOUT]  wait until every counter VM is running and counting
 #   lab_kexec_load                  kexec -l the new kernel with the running cmdline
+#   lab_wait_report [TIMEOUT]       wait until upgraded wrote a report (default 300 s)
 #   lab_collect                     copy journals (journal-old.txt, journal-new.txt), upgraded's
 #                                   reports (reports/*.json), virsh list, failed units to results
 #   lab_finish pass|fail [REASON]   collect, print "scenario-done", destroy the counter VMs,
@@ -128,6 +129,15 @@ lab_kexec_load() {
                 --reuse-cmdline || return 1
         [ "$(cat /sys/kernel/kexec_loaded)" = 1 ] || return 1
         lab_marker kexec-loaded "$LAB_KERNEL_NEW"
+}
+
+lab_wait_report() {
+        local i
+        for ((i = 0; i < ${1:-300} * 2; i++)); do
+                compgen -G '/var/lib/upgraded/reports/*.json' >/dev/null && return 0
+                sleep 0.5
+        done
+        return 1
 }
 
 lab_collect() {

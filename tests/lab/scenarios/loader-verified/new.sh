@@ -7,19 +7,6 @@
 # kexec_load backend and the verified handoff.
 . /lab-payload/scenarios/lib.sh
 
-report_ready() {
-        compgen -G '/var/lib/upgraded/reports/*.json' >/dev/null
-}
-
-wait_report() {
-        local i
-        for ((i = 0; i < 600; i++)); do
-                report_ready && return 0
-                sleep 0.5
-        done
-        return 1
-}
-
 # E,V,J as 16 lowercase hex digits, mode v, impl s|a|g (docs/purgatory.md).
 stamps_verified() {
         local s
@@ -47,7 +34,7 @@ ok=true
 lab_check kernel-is-new test "$(uname -r)" = "$LAB_KERNEL_NEW" || ok=false
 cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"
 lab_check stamps-verified stamps_verified || ok=false
-lab_check report-written wait_report || ok=false
+lab_check report-written lab_wait_report || ok=false
 lab_check report-kexec-load-verified report_says verified || ok=false
 lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=false
 upgradectl report --json >"$LAB_RESULTS/upgradectl-report.json" 2>&1 || ok=false

@@ -6,22 +6,9 @@
 # continued and puts the report next to its external clock.
 . /lab-payload/scenarios/lib.sh
 
-report_ready() {
-        compgen -G '/var/lib/upgraded/reports/*.json' >/dev/null
-}
-
-wait_report() {
-        local i
-        for ((i = 0; i < 600; i++)); do
-                report_ready && return 0
-                sleep 0.5
-        done
-        return 1
-}
-
 ok=true
 lab_check kernel-is-new test "$(uname -r)" = "$LAB_KERNEL_NEW" || ok=false
-lab_check report-written wait_report || ok=false
+lab_check report-written lab_wait_report || ok=false
 lab_check vms-running lab_wait_vms_running 300 || ok=false
 for vm in $(lab_counter_vms); do
         lab_marker counter-after "$vm" "$(lab_counter "$vm")"
