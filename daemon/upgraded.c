@@ -22,6 +22,8 @@
 #include "macros.h"
 #include "path-util.h"
 #include "policy.h"
+#include "string-util.h"
+#include "vms.h"
 
 typedef struct Args {
 	const char *root;
@@ -30,6 +32,7 @@ typedef struct Args {
 	const char *trigger;
 	const char *running_kernel;
 	const char *boot_id;
+	const char *libvirt_uri;
 	bool check_config;
 } Args;
 
@@ -43,6 +46,8 @@ static void help(void) {
 	       "     --bus-address=ADDRESS  Connect to this bus instead of the system bus\n"
 	       "                            (default: $DBUS_SYSTEM_BUS_ADDRESS or the system bus)\n"
 	       "     --check-config         Validate the configuration and exit\n"
+	       "     --libvirt-uri=URI      Manage the VMs of this libvirt connection\n"
+	       "                            (default: qemu:///system)\n"
 	       "     --log-level=LEVEL      err, warning, info (default) or debug\n\n"
 	       "Test-only options, accepted together with --root only:\n"
 	       "     --backend=NAME         kexec backend: kexec_file (default) or record\n"
@@ -63,6 +68,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		ARG_TRIGGER,
 		ARG_RUNNING_KERNEL,
 		ARG_BOOT_ID,
+		ARG_LIBVIRT_URI,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -75,6 +81,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		{ "kexec-trigger", required_argument, NULL, ARG_TRIGGER },
 		{ "running-kernel", required_argument, NULL, ARG_RUNNING_KERNEL },
 		{ "boot-id", required_argument, NULL, ARG_BOOT_ID },
+		{ "libvirt-uri", required_argument, NULL, ARG_LIBVIRT_URI },
 		{},
 	};
 	int c, l;
@@ -115,6 +122,12 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 			break;
 		case ARG_BOOT_ID:
 			a->boot_id = optarg;
+			break;
+		case ARG_LIBVIRT_URI:
+			if (!*optarg || string_has_cc(optarg))
+				return log_error_errno(-EINVAL, "Invalid --libvirt-uri '%s'.",
+				                       optarg);
+			a->libvirt_uri = optarg;
 			break;
 		case '?':
 			return -EINVAL;
@@ -179,6 +192,7 @@ static int make_dirs(Context *c) {
 
 static int run(int argc, char *argv[]) {
 	_cleanup_(context_freep) Context *c = NULL;
+	_cleanup_(vms_freep) VmWiring *vms = NULL;
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
 	const KexecBackend *backend = &kexec_backend_file;
@@ -222,6 +236,10 @@ static int run(int argc, char *argv[]) {
 			return log_oom();
 		}
 	}
+	/* The VM steps: commit check, checkpoint, rollback, restore. */
+	r = vms_attach(c, a.libvirt_uri, &vms);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the VM steps: %m");
 	if (a.running_kernel) {
 		free(c->running_kernel);
 		c->running_kernel = strdup(a.running_kernel);
@@ -257,9 +275,9 @@ static int run(int argc, char *argv[]) {
 	mgr = (Manager){ .context = c,
 		         .bus = bus,
 		         .event = event,
-		         .trigger = a.trigger && streq(a.trigger, "record")
-		                            ? KEXEC_TRIGGER_RECORD
-		                            : KEXEC_TRIGGER_SYSTEMD };
+		         .trigger = a.trigger && streq(a.trigger, "record") ? KEXEC_TRIGGER_RECORD
+		                                                            : KEXEC_TRIGGER_SYSTEMD,
+		         .vms = vms };
 	r = manager_bus_attach(&mgr);
 	if (r < 0)
 		return r;
