@@ -438,11 +438,16 @@ static int results_from_decisions(const Update *u, VmResults **ret) {
 static int reason_from_results(const VmResults *res, const char *what, char **ret) {
 	_cleanup_free_ char *text = NULL;
 
-	for (size_t i = 0; i < res->n; i++)
-		if (res->items[i].outcome == VM_OUTCOME_FAILED &&
-		    append_text(&text, "VM '%s': %s", res->items[i].name,
-		                strna(res->items[i].error)) < 0)
-			return -ENOMEM;
+	/* The VMs that failed on their own first; "rolled back: ..." only repeats them. */
+	for (int pass = 0; pass < 2 && !text; pass++)
+		for (size_t i = 0; i < res->n; i++) {
+			const VmResult *v = &res->items[i];
+
+			if (!v->error || (pass == 0 && strncmp(v->error, "rolled back", 11) == 0))
+				continue;
+			if (append_text(&text, "VM '%s': %s", v->name, v->error) < 0)
+				return -ENOMEM;
+		}
 	if (asprintf(ret, "%s: %s", what, text ?: "see the per-VM results") < 0)
 		return -ENOMEM;
 	return 0;
@@ -476,7 +481,8 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	for (size_t i = 0; i < n; i++) {
 		json_object *dec = json_object_array_get_idx(a, i);
 
-		if (!dec_bool(dec, "active") || strategy_of(dec) < 0)
+		/* Inactive domains too: the library records them as ignored. */
+		if (strategy_of(dec) < 0)
 			continue;
 		e[k++] =
 		        (VmPlanEntry){ .name = dec_str(dec, "name"), .strategy = strategy_of(dec) };

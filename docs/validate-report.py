@@ -7,7 +7,12 @@ import json
 import os
 import sys
 
+import warnings
+
 import jsonschema
+
+# RefResolver is what Debian 12's jsonschema offers; newer ones only deprecate it.
+warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 if len(sys.argv) < 3:
     print(__doc__, file=sys.stderr)
