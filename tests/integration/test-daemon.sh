@@ -109,7 +109,9 @@ OBJ=(org.upgraded.Upgrade1 /org/upgraded/Upgrade1 org.upgraded.Upgrade1.Manager)
 start_daemon() { # start_daemon LOGNAME ARGS...
         local log=$1
         shift
-        "$UPGRADED" --root="$ROOT" "$@" >"$T/daemon-$log.log" 2>&1 &
+        # libvirt's test driver: an in-process host with one running 8 GiB domain "test",
+        # fresh at every daemon start.
+        "$UPGRADED" --root="$ROOT" --libvirt-uri=test:///default "$@" >"$T/daemon-$log.log" 2>&1 &
         DAEMON_PID=$!
         for _ in $(seq 100); do
                 "${BUSCTL[@]}" status org.upgraded.Upgrade1 >/dev/null 2>&1 && return 0
@@ -215,6 +217,31 @@ check "cancelled update state" test "$("$CTL" show "$ID" -p State --value)" = ca
 check "State back to idle" test "$("$CTL" show -p State --value)" = idle
 expect_fail "cancel twice -> BadState" 6 BadState "$CTL" cancel "$ID"
 
+# ---- the policy decides: dry run, a refused commit, restore-vm errors ----
+ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/dev/vda1 ro")
+"$CTL" commit --dry-run >"$T/dry.out" 2>&1
+check "commit --dry-run exits 0 when the commit may proceed" test $? -eq 0
+sed 's/^/# /' "$T/dry.out"
+check "dry run names the handoff, the VM and its strategy" bash -c "grep -q '^Handoff: verified' '$T/dry.out' && grep -qE '^  test +checkpoint +running' '$T/dry.out' && grep -q 'Preconditions: met' '$T/dry.out'"
+"$CTL" commit --dry-run --json >"$T/dry.json"
+check "dry run --json is PlanCommit's JSON" bash -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"allowed\"] and d[\"decisions\"][\"vms\"][0][\"name\"]==\"test\"))' '$T/dry.json'"
+check "dry run changed nothing" test "$("$CTL" show "$ID" -p State --value)" = staged
+stop_daemon
+printf '[Commit]\nMaxVMs=0\n' >"$ROOT/etc/upgraded/upgraded.conf"
+check "daemon with MaxVMs=0" start_daemon refused --backend=record --kexec-trigger=record
+D1=$(describe)
+expect_fail "dry run says the commit would be refused" 9 "too-many-vms" bash -c "'$CTL' commit --dry-run 1>&2"
+expect_fail "commit refused by the policy -> PolicyRefused with the reason" 9 "MaxVMs=0" "$CTL" commit
+check "the refused commit changed nothing" test "$(describe)" = "$D1"
+check "status shows the staged update's handoff" bash -c "'$CTL' status | grep -q 'Update $ID'"
+expect_fail "restore-vm of an unknown VM -> NoSuchVM" 5 NoSuchVM "$CTL" restore-vm nope
+expect_fail "restore-vm of a running VM -> VMRunning" 6 VMRunning "$CTL" restore-vm test
+expect_fail "non-root restore-vm -> PermissionDenied" 4 PermissionDenied as_user "$CTL" restore-vm test
+check "cancel the refused update" "$CTL" cancel "$ID"
+stop_daemon
+rm "$ROOT/etc/upgraded/upgraded.conf"
+check "daemon back without the limit" start_daemon record2 --backend=record --kexec-trigger=record
+
 # ---- commit through the point of no return (recorded), then "the new kernel" ----
 ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/dev/vda1 ro")
 "$CTL" commit --wait >"$T/commit.out" 2>&1
@@ -252,7 +279,7 @@ check "commit --wait exits 1 when systemd is unreachable" test $? -eq 1
 check "update failed with the reason" bash -c "'$CTL' show '$ID2' -p Error --value | grep -q 'kexec reboot'"
 check "image unloaded after the rollback" bash -c "python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"loaded\"])' '$ROOT/run/upgraded/kexec-record.json'"
 check "failure report validates" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID2.json"
-check "list shows three updates" test "$("$CTL" list --json | json_get '.__len__()')" = 3
+check "list shows four updates" test "$("$CTL" list --json | json_get '.__len__()')" = 4
 stop_daemon
 
 # ---- a real polkit: a rule grants the test user the action, nobody else ----
