@@ -41,12 +41,18 @@ typedef struct World {
 
 /* ---- failure injection: a managed save of one domain fails ---- */
 
-static const char *fail_save_of;
+static const char *fail_save_of, *fail_create_of;
 
 static int fake_managed_save(virDomainPtr d, unsigned flags) {
 	if (fail_save_of && streq(virDomainGetName(d), fail_save_of))
 		return -1;
 	return virDomainManagedSave(d, flags);
+}
+
+static int fake_create(virDomainPtr d, unsigned flags) {
+	if (fail_create_of && streq(virDomainGetName(d), fail_create_of))
+		return -1;
+	return virDomainCreateWithFlags(d, flags);
 }
 
 static VmOps ops;
@@ -137,8 +143,9 @@ static int setup(void **state) {
 	define_domain(w->conn, "b");
 	ops = *vm_ops_default();
 	ops.managed_save = fake_managed_save;
+	ops.create = fake_create;
 	vm_set_ops(&ops);
-	fail_save_of = NULL;
+	fail_save_of = fail_create_of = NULL;
 	*state = w;
 	return 0;
 }
@@ -300,6 +307,73 @@ static void test_vms_crash_after_checkpoint_rolls_back_on_restart(void **state) 
 	context_free(c);
 }
 
+/* The daemon died inside the checkpoint: only the decisions are on disk, "a" was
+ * saved and "b" paused. The restart gives both back from their current state. */
+static void test_vms_crash_inside_checkpoint_rolls_back_from_decisions(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	_cleanup_free_ char *id = NULL;
+	Update *u = stage(c);
+	virDomainPtr d;
+
+	id = strdup(u->id);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_null(u->vms);
+	context_free(c);
+	d = virDomainLookupByName(w->conn, "a");
+	assert_int_equal(virDomainSuspend(d), 0);
+	assert_int_equal(virDomainManagedSave(d, 0), 0);
+	virDomainFree(d);
+	d = virDomainLookupByName(w->conn, "b");
+	assert_int_equal(virDomainSuspend(d), 0);
+	virDomainFree(d);
+
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	u = context_find(c, id);
+	assert_int_equal(u->state, UPDATE_FAILED);
+	assert_string_equal(vm_field(u, "a", "result"), "rolled-back");
+	assert_string_equal(vm_field(u, "b", "result"), "rolled-back");
+	assert_all_given_back(w);
+	assert_report_valid(w, id);
+	context_free(c);
+}
+
+/* On the new kernel "b" cannot be restored: its image is kept, the update fails
+ * naming it, the other VM runs; restore-vm later brings "b" back and records it. */
+static void test_vms_restore_failure_keeps_image(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	_cleanup_free_ char *id = NULL;
+	Update *u = stage(c);
+	bool img;
+
+	id = strdup(u->id);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_int_equal(context_commit_run(c, u), 0);
+	context_free(c);
+
+	fail_create_of = "b";
+	c = boot(w, NEW_KERNEL, BOOT_B, true);
+	u = context_find(c, id);
+	assert_int_equal(u->state, UPDATE_FAILED);
+	assert_non_null(strstr(u->error, "VM 'b'"));
+	assert_non_null(strstr(u->error, "restore-vm"));
+	assert_string_equal(vm_field(u, "a", "result"), "resumed");
+	assert_string_equal(vm_field(u, "b", "result"), "failed");
+	assert_int_equal(dom_state(w, "a", NULL), VIR_DOMAIN_RUNNING);
+	assert_int_equal(dom_state(w, "b", &img), VIR_DOMAIN_SHUTOFF);
+	assert_true(img);
+	assert_report_valid(w, id);
+
+	fail_create_of = NULL;
+	assert_int_equal(vms_restore_one(w->vms, "b", &e), 0);
+	assert_all_given_back(w);
+	assert_string_equal(vm_field(u, "b", "result"), "resumed");
+	context_free(c);
+}
+
 static void test_vms_policy_refusal_changes_nothing(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	World *w = *state;
@@ -381,6 +455,8 @@ int main(void) {
 		T(test_vms_commit_checkpoints_and_restores),
 		T(test_vms_save_failure_rolls_back),
 		T(test_vms_crash_after_checkpoint_rolls_back_on_restart),
+		T(test_vms_crash_inside_checkpoint_rolls_back_from_decisions),
+		T(test_vms_restore_failure_keeps_image),
 		T(test_vms_policy_refusal_changes_nothing),
 		T(test_vms_restore_one_errors),
 	};
