@@ -367,6 +367,22 @@ static int verb_stage(sd_bus *bus, char **args, unsigned n) {
 	return EXIT_OK;
 }
 
+/* The handoff reasons are stored as one "; "-joined line: one per line here. */
+static void print_joined(const char *indent, const char *text) {
+	const char *p = text;
+
+	if (!text)
+		return;
+	while (*p) {
+		size_t n = strcspn(p, ";");
+
+		printf("%s%.*s\n", indent, (int)n, p);
+		p += n;
+		while (*p == ';' || *p == ' ')
+			p++;
+	}
+}
+
 /* The VM decisions and the preconditions verdict (Update.decisions / PlanCommit). */
 static void print_decisions(json_object *d, const char *indent) {
 	json_object *vms = NULL, *verdict = NULL, *reasons = NULL, *allowed = NULL;
@@ -425,7 +441,7 @@ static int commit_dry_run(sd_bus *bus, const char *id) {
 		json_object_object_get_ex(o, "decisions", &d);
 		printf("Update %s: dry run, nothing changed.\n", strna(jstr(o, "id")));
 		printf("Handoff: %s\n", strna(jstr(h, "mode")));
-		printf("  %s\n", strna(jstr(h, "reason")));
+		print_joined("  ", jstr(h, "reason"));
 		print_decisions(d, "");
 		printf("Commit would %s.\n",
 		       json_object_get_boolean(allowed) ? "proceed" : "be REFUSED");
@@ -599,9 +615,10 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 			json_object *d = NULL, *vms = NULL;
 
 			printf("\nUpdate %s:\n", strna(jstr(u, "id")));
-			if (jstr(u, "handoff"))
-				printf("  Handoff: %s (%s)\n", jstr(u, "handoff"),
-				       strna(jstr(u, "handoff_reason")));
+			if (jstr(u, "handoff")) {
+				printf("  Handoff: %s\n", jstr(u, "handoff"));
+				print_joined("    ", jstr(u, "handoff_reason"));
+			}
 			if (jstr(u, "error"))
 				printf("  Error: %s\n", jstr(u, "error"));
 			if (json_object_object_get_ex(u, "decisions", &d) && d)

@@ -233,7 +233,7 @@ D1=$(describe)
 expect_fail "dry run says the commit would be refused" 9 "too-many-vms" bash -c "'$CTL' commit --dry-run 1>&2"
 expect_fail "commit refused by the policy -> PolicyRefused with the reason" 9 "MaxVMs=0" "$CTL" commit
 check "the refused commit changed nothing" test "$(describe)" = "$D1"
-check "status shows the staged update's handoff" bash -c "'$CTL' status | grep -q 'Update $ID'"
+check "status names the staged update" bash -c "'$CTL' status | grep -q 'Update $ID'"
 expect_fail "restore-vm of an unknown VM -> NoSuchVM" 5 NoSuchVM "$CTL" restore-vm nope
 expect_fail "restore-vm of a running VM -> VMRunning" 6 VMRunning "$CTL" restore-vm test
 expect_fail "non-root restore-vm -> PermissionDenied" 4 PermissionDenied as_user "$CTL" restore-vm test
@@ -250,6 +250,11 @@ sed 's/^/# /' "$T/commit.out"
 check "commit --wait printed each phase in order" test "$(awk '{print $2}' "$T/commit.out" | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
 check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
 check "State is committing" test "$("$CTL" show -p State --value)" = committing
+"$CTL" status >"$T/status.out"
+sed 's/^/# /' "$T/status.out"
+check "status shows the handoff reasons and the VM saved" bash -c "grep -q '^  Handoff: verified' '$T/status.out' && grep -q 'fast-not-allowed' '$T/status.out' && grep -qE '^    test +checkpoint +saved' '$T/status.out'"
+check "VMs property on the update object" test "$("${BUSCTL[@]}" get-property org.upgraded.Upgrade1 "/org/upgraded/Upgrade1/update/$ID" org.upgraded.Upgrade1.Update VMs)" = 'a(sss) 1 "test" "checkpoint" "saved"'
+check "PropertiesChanged carried the VMs" grep -q '"saved"' "$T/monitor.txt"
 expect_fail "commit again -> BadState" 6 BadState "$CTL" commit "$ID"
 expect_fail "cancel while committing -> BadState" 6 BadState "$CTL" cancel
 
@@ -268,6 +273,7 @@ check "report --json validates against the schema" python3 "$VALIDATE" "$SCHEMA"
 check "report --json is GetReport unchanged" bash -c "diff <('${BUSCTL[0]}' --address='$ADDR' --json=short call ${OBJ[*]} GetReport s '' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"data\"][0])') '$T/report.json'"
 check "report names old and new kernel" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r[\"old_kernel\"][\"version\"]==sys.argv[2] and r[\"new_kernel\"][\"version\"]==sys.argv[3] and r[\"result\"]==\"success\" and r[\"backend\"][\"name\"]==\"record\"))' '$T/report.json' '$(uname -r)' '$NEW'"
 check "report file on disk" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID.json"
+check "report carries the VM and the policy's decisions" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); v=r[\"vms\"][0]; d=r[\"decisions\"]; sys.exit(not (v[\"name\"]==\"test\" and v[\"strategy\"]==\"checkpoint\" and d[\"verdict\"][\"allowed\"] and d[\"vms\"][0][\"reasons\"]))' '$T/report.json'"
 check "human report" bash -c "'$CTL' report '$ID' | grep -q 'Result: success'"
 stop_daemon
 
