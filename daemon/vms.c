@@ -10,6 +10,8 @@
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 
 #include "fileio.h"
 #include "log.h"
@@ -19,7 +21,9 @@
 #include "vm.h"
 #include "vms.h"
 
-#define VM_NAME_MAX 256
+#define VM_NAME_MAX     256
+#define VM_METADATA_NS  "urn:upgraded:policy:1"
+#define VM_METADATA_MAX 64 /* entries per domain; more are ignored */
 
 struct VmWiring {
 	Context *context;
@@ -167,6 +171,52 @@ static int append_blocking(char **text, const PolicyReasons *r, const char *who)
 	return 0;
 }
 
+typedef struct Metadata {
+	PolicyMetadata items[VM_METADATA_MAX];
+	size_t n;
+	xmlDoc *doc;
+	xmlChar *values[VM_METADATA_MAX];
+} Metadata;
+
+static void metadata_done(Metadata *m) {
+	for (size_t i = 0; i < m->n; i++)
+		xmlFree(m->values[i]);
+	xmlFreeDoc(m->doc);
+	*m = (Metadata){};
+}
+
+/* The domain's <metadata> element in urn:upgraded:policy:1: child element name = key,
+ * text = value (docs/policy.md). None (or unreadable) = no entries: a rule that needs
+ * metadata then does not match, which the reasons show. */
+static void read_metadata(virConnectPtr conn, const char *name, Metadata *ret) {
+	_cleanup_free_ char *xml = NULL;
+	virDomainPtr dom;
+	xmlNode *root;
+
+	*ret = (Metadata){};
+	dom = virDomainLookupByName(conn, name);
+	if (!dom)
+		return;
+	xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, VM_METADATA_NS, 0);
+	virDomainFree(dom);
+	if (!xml)
+		return;
+	ret->doc = xmlReadMemory(xml, (int)strlen(xml), NULL, NULL,
+	                         XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	root = ret->doc ? xmlDocGetRootElement(ret->doc) : NULL;
+	for (xmlNode *n = root ? root->children : NULL; n && ret->n < VM_METADATA_MAX;
+	     n = n->next) {
+		if (n->type != XML_ELEMENT_NODE)
+			continue;
+		ret->values[ret->n] = xmlNodeGetContent(n);
+		ret->items[ret->n] = (PolicyMetadata){
+			.key = (const char *)n->name,
+			.value = ret->values[ret->n] ? (const char *)ret->values[ret->n] : "",
+		};
+		ret->n++;
+	}
+}
+
 /*
  * The commit check (CommitCheck in context.h): inventory -> policy_decide_vm() for
  * every domain -> policy_check_commit() with the facts gathered here. Every domain
@@ -214,6 +264,7 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 	for (size_t i = 0; i < inv->n; i++) {
 		const VmInfo *v = &inv->vms[i];
 		VmDecision dec = {};
+		Metadata md;
 		VmFacts f = {
 			.name = v->name,
 			.memory_bytes = v->memory_kib * 1024,
@@ -223,7 +274,11 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 		};
 		json_object *j;
 
+		read_metadata(w->conn, v->name, &md);
+		f.metadata = md.items;
+		f.n_metadata = md.n;
 		r = policy_decide_vm(p, &f, &dec);
+		metadata_done(&md);
 		if (r < 0)
 			goto out;
 		/* A blocker the policy's facts do not name still stops a checkpoint. */

@@ -412,6 +412,65 @@ static void test_vms_policy_refusal_changes_nothing(void **state) {
 	context_free(c);
 }
 
+/* Rules see the domain's metadata; pause (memory not kept across kexec) is refused. */
+static void test_vms_metadata_rule_and_pause_refused(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_free_ char *plan = NULL;
+	World *w = *state;
+	json_object *o, *vms, *v;
+	virDomainPtr d;
+	Update *u = NULL;
+	Context *c;
+	int found = 0;
+
+	d = virDomainDefineXML(
+	        w->conn, "<domain type='test'><name>m</name><memory>65536</memory><vcpu>1</vcpu>"
+	                 "<metadata><up:policy xmlns:up='urn:upgraded:policy:1'>"
+	                 "<up:role>gpu</up:role></up:policy></metadata>"
+	                 "<os><type>hvm</type></os></domain>");
+	assert_non_null(d);
+	assert_int_equal(virDomainCreate(d), 0);
+	virDomainFree(d);
+	write_config(w, "[VMRule:gpu]\nMetadata=role=gpu\nStrategy=shutdown\n"
+	                "[VMRule:keep]\nName=b\nStrategy=pause\n");
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	(void)stage(c);
+
+	assert_int_equal(context_plan_commit(c, "", &plan, &e), 0);
+	o = json_tokener_parse(plan);
+	assert_non_null(o);
+	assert_true(json_object_object_get_ex(o, "decisions", &v));
+	assert_true(json_object_object_get_ex(v, "vms", &vms));
+	for (size_t i = 0; i < json_object_array_length(vms); i++) {
+		json_object *x = json_object_array_get_idx(vms, i), *name, *strategy, *rule, *ref;
+
+		assert_true(json_object_object_get_ex(x, "name", &name));
+		assert_true(json_object_object_get_ex(x, "strategy", &strategy));
+		json_object_object_get_ex(x, "rule", &rule);
+		json_object_object_get_ex(x, "refused", &ref);
+		if (streq(json_object_get_string(name), "m")) {
+			assert_string_equal(json_object_get_string(strategy), "shutdown");
+			assert_string_equal(json_object_get_string(rule), "gpu");
+			found++;
+		} else if (streq(json_object_get_string(name), "b")) {
+			assert_string_equal(json_object_get_string(strategy), "pause");
+			assert_true(json_object_get_boolean(ref));
+			found++;
+		}
+	}
+	assert_int_equal(found, 2);
+	assert_true(json_object_object_get_ex(o, "allowed", &v));
+	assert_false(json_object_get_boolean(v));
+	json_object_put(o);
+
+	assert_true(context_commit_begin(c, "", &u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_POLICY_REFUSED));
+	assert_non_null(strstr(e.message, "VM 'b'"));
+	assert_int_equal(dom_state(w, "m", NULL), VIR_DOMAIN_RUNNING);
+	assert_all_given_back(w);
+	context_free(c);
+}
+
 static void test_vms_restore_one_errors(void **state) {
 	World *w = *state;
 	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
@@ -458,6 +517,7 @@ int main(void) {
 		T(test_vms_crash_inside_checkpoint_rolls_back_from_decisions),
 		T(test_vms_restore_failure_keeps_image),
 		T(test_vms_policy_refusal_changes_nothing),
+		T(test_vms_metadata_rule_and_pause_refused),
 		T(test_vms_restore_one_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
