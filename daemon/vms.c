@@ -548,6 +548,16 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	r = wiring_connect(w, ret_reason);
 	if (r < 0)
 		return r;
+	/* A mark on disk before the first pause: a crash from here on finds "vms": [] and
+	 * the rollback step gives back every VM the decisions named. */
+	if (!u->vms) {
+		u->vms = json_object_new_array();
+		if (!u->vms)
+			return -ENOMEM;
+		r = context_save(c, u);
+		if (r < 0)
+			return r;
+	}
 	plan_from_policy(c, &plan);
 	plan.entries = e;
 	plan.n_entries = k;
@@ -584,14 +594,16 @@ static bool needs_rollback(const VmResults *res) {
 }
 
 /* ROLLBACK: every VM back as it was. Idempotent; also after a crash inside the
- * checkpoint, when only the decisions were on disk. */
+ * checkpoint, when only the decisions and the empty mark were on disk. */
 static int hook_rollback(Context *c, Update *u, void *userdata, char **ret_reason) {
 	VmWiring *w = userdata;
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
 	Progress prog = { .context = c, .update = u };
 	int r, s;
 
-	if (u->vms)
+	if (!u->vms)
+		return 0; /* the checkpoint never started: no VM was touched */
+	if (json_object_array_length(u->vms) > 0)
 		r = vm_results_from_json(u->vms, &res);
 	else
 		r = results_from_decisions(u, &res);

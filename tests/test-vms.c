@@ -34,6 +34,7 @@ typedef struct World {
 	virConnectPtr conn; /* keeps the test host alive across "restarts" */
 	VmWiring *vms;
 	const char *crash_after_hook; /* crash at the persist that marks this hook done */
+	bool crash_at_vm_mark;        /* crash at the persist of the empty "vms" mark */
 	bool crashed;
 	unsigned requests;
 	unsigned changes; /* update_changed notifications */
@@ -72,6 +73,10 @@ static void on_changed(Context *c, Update *u, void *userdata) {
 static int crash_seam(Context *c, Update *u, unsigned step, void *userdata) {
 	World *w = userdata;
 
+	if (!w->crashed && w->crash_at_vm_mark && u->vms && json_object_array_length(u->vms) == 0) {
+		w->crashed = true;
+		return -ECANCELED;
+	}
 	if (!w->crashed && w->crash_after_hook && update_hook_done(u, w->crash_after_hook)) {
 		w->crashed = true;
 		return -ECANCELED;
@@ -319,8 +324,11 @@ static void test_vms_crash_inside_checkpoint_rolls_back_from_decisions(void **st
 
 	id = strdup(u->id);
 	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
-	assert_null(u->vms);
+	w->crash_at_vm_mark = true;
+	assert_int_equal(context_commit_run(c, u), -ECANCELED);
+	assert_true(w->crashed);
 	context_free(c);
+	/* What the checkpoint had done when the daemon died. */
 	d = virDomainLookupByName(w->conn, "a");
 	assert_int_equal(virDomainSuspend(d), 0);
 	assert_int_equal(virDomainManagedSave(d, 0), 0);
@@ -336,6 +344,25 @@ static void test_vms_crash_inside_checkpoint_rolls_back_from_decisions(void **st
 	assert_string_equal(vm_field(u, "b", "result"), "rolled-back");
 	assert_all_given_back(w);
 	assert_report_valid(w, id);
+	context_free(c);
+}
+
+/* A commit that fails before the checkpoint (the image was unloaded meanwhile)
+ * touches no VM and records none as rolled back. */
+static void test_vms_failure_before_checkpoint_touches_nothing(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	Update *u = stage(c);
+
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_int_equal(c->backend->unload(c->root, 0), 0);
+	(void)context_commit_run(c, u);
+	assert_int_equal(u->state, UPDATE_FAILED);
+	assert_non_null(strstr(u->error, "kexec-image-loaded"));
+	assert_null(u->vms);
+	assert_all_given_back(w);
+	assert_report_valid(w, u->id);
 	context_free(c);
 }
 
@@ -515,6 +542,7 @@ int main(void) {
 		T(test_vms_save_failure_rolls_back),
 		T(test_vms_crash_after_checkpoint_rolls_back_on_restart),
 		T(test_vms_crash_inside_checkpoint_rolls_back_from_decisions),
+		T(test_vms_failure_before_checkpoint_touches_nothing),
 		T(test_vms_restore_failure_keeps_image),
 		T(test_vms_policy_refusal_changes_nothing),
 		T(test_vms_metadata_rule_and_pause_refused),
