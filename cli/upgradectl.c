@@ -170,7 +170,36 @@ typedef struct Follow {
 	bool changed;
 	char *result;
 	char *last_phase;
+	char **vm_seen; /* "name:result" already printed */
 } Follow;
+
+static bool strv_has(char **l, const char *s) {
+	STRV_FOREACH (k, l)
+		if (streq(*k, s))
+			return true;
+	return false;
+}
+
+/* One line per VM whose result changed (Update.VMs carried by PropertiesChanged). */
+static void follow_print_vms(Follow *f, sd_bus_message *m) {
+	const char *name, *strategy, *result;
+
+	if (sd_bus_message_enter_container(m, 'v', "a(sss)") < 0)
+		return;
+	if (sd_bus_message_enter_container(m, 'a', "(sss)") < 0)
+		return;
+	while (sd_bus_message_read(m, "(sss)", &name, &strategy, &result) > 0) {
+		_cleanup_free_ char *key = NULL;
+
+		if (asprintf(&key, "%s:%s", name, result) < 0 || strv_has(f->vm_seen, key))
+			continue;
+		printf("      VM %s (%s): %s\n", name, strategy, result);
+		fflush(stdout);
+		(void)strv_extend(&f->vm_seen, key);
+	}
+	(void)sd_bus_message_exit_container(m);
+	(void)sd_bus_message_exit_container(m);
+}
 
 static void follow_print(Follow *f, const char *phase, uint32_t progress) {
 	if (!phase || streq_ptr(phase, f->last_phase))
@@ -201,7 +230,12 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
 			r = sd_bus_message_read(m, "v", "s", &phase);
 		else if (streq(name, "Progress"))
 			r = sd_bus_message_read(m, "v", "u", &progress);
-		else
+		else if (streq(name, "VMs")) {
+			/* The phase first: it changed before the VMs did. */
+			follow_print(f, phase, progress);
+			follow_print_vms(f, m);
+			r = 0;
+		} else
 			r = sd_bus_message_skip(m, "v");
 		if (r < 0 || sd_bus_message_exit_container(m) < 0)
 			return 0;
@@ -362,6 +396,7 @@ static int verb_stage(sd_bus *bus, char **args, unsigned n) {
 		r = follow_update(bus, path, &f);
 		free(f.result);
 		free(f.last_phase);
+		strv_free(f.vm_seen);
 		return r;
 	}
 	return EXIT_OK;
@@ -478,6 +513,7 @@ static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 	ret = follow_update(bus, path, &f);
 	free(f.result);
 	free(f.last_phase);
+	strv_free(f.vm_seen);
 	return ret;
 }
 

@@ -247,7 +247,8 @@ ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/de
 "$CTL" commit --wait >"$T/commit.out" 2>&1
 check "commit --wait exits 0" test $? -eq 0
 sed 's/^/# /' "$T/commit.out"
-check "commit --wait printed each phase in order" test "$(awk '{print $2}' "$T/commit.out" | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
+check "commit --wait printed each phase in order" test "$(grep '%' "$T/commit.out" | awk '{print $2}' | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
+check "commit --wait printed the VM's progress" bash -c "grep -q '^      VM test (checkpoint): paused' '$T/commit.out' && grep -q '^      VM test (checkpoint): saved' '$T/commit.out'"
 check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
 check "State is committing" test "$("$CTL" show -p State --value)" = committing
 "$CTL" status >"$T/status.out"
