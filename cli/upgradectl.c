@@ -16,6 +16,7 @@
 #include "config.h"
 #include "log.h"
 #include "macros.h"
+#include "policy.h"
 #include "string-util.h"
 #include "upgrade-errors.h"
 
@@ -38,6 +39,7 @@ enum {
 	EXIT_BAD_STATE = 6,  /* already staged / wrong state */
 	EXIT_NO_KEXEC = 7,   /* kexec unavailable or the kernel refused to load */
 	EXIT_NO_SERVICE = 8, /* upgraded is not reachable */
+	EXIT_REFUSED = 9,    /* the policy refused the commit */
 };
 
 static bool arg_json = false;
@@ -45,6 +47,7 @@ static bool arg_ask_password = true;
 static bool arg_wait = false;
 static bool arg_value = false;
 static bool arg_reuse_cmdline = false;
+static bool arg_dry_run = false;
 static const char *arg_initrd = NULL;
 static const char *arg_cmdline = NULL;
 static char **arg_properties = NULL;
@@ -72,6 +75,11 @@ static int exit_code_for_error(const sd_bus_error *e) {
 		{ UPGRADE_ERROR_INVALID_CMDLINE, EXIT_REJECTED },
 		{ UPGRADE_ERROR_INVALID_OPTION, EXIT_REJECTED },
 		{ UPGRADE_ERROR_INVALID_ID, EXIT_REJECTED },
+		{ UPGRADE_ERROR_INVALID_VM_NAME, EXIT_REJECTED },
+		{ UPGRADE_ERROR_POLICY_REFUSED, EXIT_REFUSED },
+		{ UPGRADE_ERROR_NO_SUCH_VM, EXIT_NOT_FOUND },
+		{ UPGRADE_ERROR_NO_SAVED_STATE, EXIT_NOT_FOUND },
+		{ UPGRADE_ERROR_VM_RUNNING, EXIT_BAD_STATE },
 		{ UPGRADE_ERROR_PERMISSION_DENIED, EXIT_PERMISSION },
 		{ SD_BUS_ERROR_ACCESS_DENIED, EXIT_PERMISSION },
 		{ UPGRADE_ERROR_NO_SUCH_UPDATE, EXIT_NOT_FOUND },
@@ -162,7 +170,36 @@ typedef struct Follow {
 	bool changed;
 	char *result;
 	char *last_phase;
+	char **vm_seen; /* "name:result" already printed */
 } Follow;
+
+static bool strv_has(char **l, const char *s) {
+	STRV_FOREACH (k, l)
+		if (streq(*k, s))
+			return true;
+	return false;
+}
+
+/* One line per VM whose result changed (Update.VMs carried by PropertiesChanged). */
+static void follow_print_vms(Follow *f, sd_bus_message *m) {
+	const char *name, *strategy, *result;
+
+	if (sd_bus_message_enter_container(m, 'v', "a(sss)") < 0)
+		return;
+	if (sd_bus_message_enter_container(m, 'a', "(sss)") < 0)
+		return;
+	while (sd_bus_message_read(m, "(sss)", &name, &strategy, &result) > 0) {
+		_cleanup_free_ char *key = NULL;
+
+		if (asprintf(&key, "%s:%s", name, result) < 0 || strv_has(f->vm_seen, key))
+			continue;
+		printf("      VM %s (%s): %s\n", name, strategy, result);
+		fflush(stdout);
+		(void)strv_extend(&f->vm_seen, key);
+	}
+	(void)sd_bus_message_exit_container(m);
+	(void)sd_bus_message_exit_container(m);
+}
 
 static void follow_print(Follow *f, const char *phase, uint32_t progress) {
 	if (!phase || streq_ptr(phase, f->last_phase))
@@ -193,7 +230,12 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
 			r = sd_bus_message_read(m, "v", "s", &phase);
 		else if (streq(name, "Progress"))
 			r = sd_bus_message_read(m, "v", "u", &progress);
-		else
+		else if (streq(name, "VMs")) {
+			/* The phase first: it changed before the VMs did. */
+			follow_print(f, phase, progress);
+			follow_print_vms(f, m);
+			r = 0;
+		} else
 			r = sd_bus_message_skip(m, "v");
 		if (r < 0 || sd_bus_message_exit_container(m) < 0)
 			return 0;
@@ -227,6 +269,25 @@ static int add_follow_matches(sd_bus *bus, Follow *f) {
 	                        "type='signal',sender='" BUS_NAME "',interface='" UPDATE_IFACE
 	                        "',member='Finished'",
 	                        on_finished, f);
+}
+
+/* The update's VMs property: one line per VM. */
+static void print_update_vms(sd_bus *bus, const char *path) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *name, *strategy, *result;
+	bool header = false;
+
+	if (sd_bus_get_property(bus, BUS_NAME, path, UPDATE_IFACE, "VMs", &e, &reply, "a(sss)") <
+	            0 ||
+	    sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
+		return;
+	while (sd_bus_message_read(reply, "(sss)", &name, &strategy, &result) > 0) {
+		if (!header)
+			printf("%-24s  %-10s  %s\n", "VM", "STRATEGY", "RESULT");
+		header = true;
+		printf("%-24s  %-10s  %s\n", name, strategy, result);
+	}
 }
 
 /* Prints each new phase until the update finished or reached the handoff.
@@ -267,6 +328,8 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 				return fail_bus("Lost the bus connection", NULL, r);
 			if (!f->last_phase)
 				follow_print(f, phase, progress);
+			if (streq_ptr(phase, "handoff-requested") || streq_ptr(state, "failed"))
+				print_update_vms(bus, path);
 			if (streq_ptr(phase, "handoff-requested")) {
 				printf("kexec requested: the system is now booting the new "
 				       "kernel.\n");
@@ -333,9 +396,92 @@ static int verb_stage(sd_bus *bus, char **args, unsigned n) {
 		r = follow_update(bus, path, &f);
 		free(f.result);
 		free(f.last_phase);
+		strv_free(f.vm_seen);
 		return r;
 	}
 	return EXIT_OK;
+}
+
+/* The handoff reasons are stored as one "; "-joined line: one per line here. */
+static void print_joined(const char *indent, const char *text) {
+	const char *p = text;
+
+	if (!text)
+		return;
+	while (*p) {
+		size_t n = strcspn(p, ";");
+
+		printf("%s%.*s\n", indent, (int)n, p);
+		p += n;
+		while (*p == ';' || *p == ' ')
+			p++;
+	}
+}
+
+/* The VM decisions and the preconditions verdict (Update.decisions / PlanCommit). */
+static void print_decisions(json_object *d, const char *indent) {
+	json_object *vms = NULL, *verdict = NULL, *reasons = NULL, *allowed = NULL;
+
+	if (!d)
+		return;
+	if (json_object_object_get_ex(d, "vms", &vms) && json_object_array_length(vms) > 0) {
+		printf("%sVMs (%s):\n", indent, strna(jstr(d, "libvirt_uri")));
+		for (size_t i = 0; i < json_object_array_length(vms); i++) {
+			json_object *v = json_object_array_get_idx(vms, i), *refused = NULL;
+
+			json_object_object_get_ex(v, "refused", &refused);
+			printf("%s  %-24s %-10s %-9s%s\n", indent, strna(jstr(v, "name")),
+			       strna(jstr(v, "strategy")), strna(jstr(v, "state")),
+			       json_object_get_boolean(refused) ? " REFUSED" : "");
+			if (json_object_object_get_ex(v, "reasons", &reasons)) {
+				_cleanup_free_ char *p = NULL;
+
+				if (asprintf(&p, "%s    ", indent) >= 0)
+					(void)policy_reasons_format_json(reasons, p, stdout);
+			}
+		}
+	} else
+		printf("%sVMs: none\n", indent);
+	if (json_object_object_get_ex(d, "verdict", &verdict)) {
+		json_object_object_get_ex(verdict, "allowed", &allowed);
+		printf("%sPreconditions: %s\n", indent,
+		       json_object_get_boolean(allowed) ? "met" : "NOT met, the commit is refused");
+		if (json_object_object_get_ex(verdict, "reasons", &reasons)) {
+			_cleanup_free_ char *p = NULL;
+
+			if (asprintf(&p, "%s  ", indent) >= 0)
+				(void)policy_reasons_format_json(reasons, p, stdout);
+		}
+	}
+}
+
+static int commit_dry_run(sd_bus *bus, const char *id) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	_cleanup_free_ char *json = NULL;
+	json_object *h = NULL, *allowed = NULL, *d = NULL;
+	int r;
+
+	r = call_string(bus, "PlanCommit", id, &json, &e);
+	if (r < 0)
+		return fail_bus("Planning the commit failed", &e, r);
+	o = json_tokener_parse(json);
+	if (!o)
+		return fail_bus("Bad reply", NULL, -EBADMSG);
+	json_object_object_get_ex(o, "allowed", &allowed);
+	if (arg_json)
+		printf("%s\n", json);
+	else {
+		json_object_object_get_ex(o, "handoff", &h);
+		json_object_object_get_ex(o, "decisions", &d);
+		printf("Update %s: dry run, nothing changed.\n", strna(jstr(o, "id")));
+		printf("Handoff: %s\n", strna(jstr(h, "mode")));
+		print_joined("  ", jstr(h, "reason"));
+		print_decisions(d, "");
+		printf("Commit would %s.\n",
+		       json_object_get_boolean(allowed) ? "proceed" : "be REFUSED");
+	}
+	return json_object_get_boolean(allowed) ? EXIT_OK : EXIT_REFUSED;
 }
 
 static int verb_commit(sd_bus *bus, char **args, unsigned n) {
@@ -344,6 +490,9 @@ static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 	Follow f = {};
 	const char *path;
 	int r, ret;
+
+	if (arg_dry_run)
+		return commit_dry_run(bus, n > 0 ? args[0] : "");
 
 	if (arg_wait) {
 		r = add_follow_matches(bus, &f);
@@ -364,6 +513,7 @@ static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 	ret = follow_update(bus, path, &f);
 	free(f.result);
 	free(f.last_phase);
+	strv_free(f.vm_seen);
 	return ret;
 }
 
@@ -438,6 +588,18 @@ static int verb_describe(sd_bus *bus, char **args, unsigned n) {
 	return EXIT_OK;
 }
 
+static int verb_restore_vm(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	int r;
+
+	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "RestoreVM", &e, NULL,
+	                       "s", args[0]);
+	if (r < 0)
+		return fail_bus("Restoring the VM failed", &e, r);
+	printf("VM '%s' restored and running.\n", args[0]);
+	return EXIT_OK;
+}
+
 static int verb_status(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(json_object_putp) json_object *o = NULL;
@@ -481,6 +643,32 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 			printf("%-16s  %-10s  %-17s  %-24s  %s\n", strna(jstr(u, "id")),
 			       strna(jstr(u, "state")), strna(jstr(u, "phase")),
 			       strna(jstr(u, "kernel_version")), strna(jstr(k, "path")));
+		}
+		/* The reasons of the newest update: why it is (or was) handed over so. */
+		{
+			json_object *u =
+			        json_object_array_get_idx(ups, json_object_array_length(ups) - 1);
+			json_object *d = NULL, *vms = NULL;
+
+			printf("\nUpdate %s:\n", strna(jstr(u, "id")));
+			if (jstr(u, "handoff")) {
+				printf("  Handoff: %s\n", jstr(u, "handoff"));
+				print_joined("    ", jstr(u, "handoff_reason"));
+			}
+			if (jstr(u, "error"))
+				printf("  Error: %s\n", jstr(u, "error"));
+			if (json_object_object_get_ex(u, "decisions", &d) && d)
+				print_decisions(d, "  ");
+			if (json_object_object_get_ex(u, "vms", &vms) && vms) {
+				printf("  VM results:\n");
+				for (size_t i = 0; i < json_object_array_length(vms); i++) {
+					json_object *v = json_object_array_get_idx(vms, i);
+
+					printf("    %-24s %-10s %-12s %s\n", strna(jstr(v, "name")),
+					       strna(jstr(v, "strategy")), strna(jstr(v, "result")),
+					       strempty(jstr(v, "error")));
+				}
+			}
 		}
 	}
 	return EXIT_OK;
@@ -643,7 +831,8 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 	"    5  no such update or report\n"                                                \
 	"    6  wrong state (AlreadyStaged, BadState)\n"                                   \
 	"    7  kexec unavailable or the kernel refused to load the image\n"               \
-	"    8  upgraded is not reachable on the system bus\n"
+	"    8  upgraded is not reachable on the system bus\n"                             \
+	"    9  the policy refused the commit (PolicyRefused; see commit --dry-run)\n"
 
 #define COMMON_OPTIONS_TEXT                                                                     \
 	"    --no-ask-password  Do not ask for a password (polkit interactive authorization)\n" \
@@ -673,7 +862,7 @@ static const Verb verbs[] = {
 	  "        --initrd=/boot/initrd.img-6.1.0-57-cloud-amd64 --reuse-cmdline\n" },
 	{ "commit", 0, 1, verb_commit,
 	  "NAME\n    upgradectl commit - hand the machine over to the staged kernel\n\n"
-	  "SYNOPSIS\n    upgradectl commit [ID] [--wait]\n\n"
+	  "SYNOPSIS\n    upgradectl commit [ID] [--wait | --dry-run [--json]]\n\n"
 	  "DESCRIPTION\n"
 	  "    Commits the staged update (or update ID): the pre-handoff steps run, the\n"
 	  "    handoff record is persisted and synced, then systemd is asked to start\n"
@@ -682,8 +871,23 @@ static const Verb verbs[] = {
 	  "    at once with the update's object path; --wait follows its progress.\n\n"
 	  "OPTIONS\n"
 	  "    --wait             Print each phase until the kexec is requested or the\n"
-	  "                       update failed\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
-	  "\nEXAMPLES\n    upgradectl commit --wait\n" },
+	  "                       update failed, then each VM's strategy and result\n"
+	  "    --dry-run          Change nothing: print the handoff mode, each VM's\n"
+	  "                       strategy and the preconditions, with the policy's reasons\n"
+	  "                       (exit 9 when the commit would be refused)\n"
+	  "    --json             With --dry-run: print the decisions as JSON\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl commit --wait\n" },
+	{ "restore-vm", 1, 1, verb_restore_vm,
+	  "NAME\n    upgradectl restore-vm - restore one VM from its kept saved state\n\n"
+	  "SYNOPSIS\n    upgradectl restore-vm NAME\n\n"
+	  "DESCRIPTION\n"
+	  "    When a VM could not be restored after an update, its managed save image is\n"
+	  "    kept on disk. This asks upgraded to restore the libvirt domain NAME from it\n"
+	  "    and resume it, and records the outcome in the update's VM results. Refused\n"
+	  "    for an unknown domain (NoSuchVM, exit 5), a domain without saved state\n"
+	  "    (NoSavedState, exit 5) and a running domain (VMRunning, exit 6).\n\n"
+	  "OPTIONS\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl restore-vm web-1\n" },
 	{ "cancel", 0, 1, verb_cancel,
 	  "NAME\n    upgradectl cancel - drop a staged update\n\n"
 	  "SYNOPSIS\n    upgradectl cancel [ID]\n\n"
@@ -769,6 +973,7 @@ int main(int argc, char *argv[]) {
 		ARG_INITRD,
 		ARG_CMDLINE,
 		ARG_REUSE_CMDLINE,
+		ARG_DRY_RUN,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -781,6 +986,7 @@ int main(int argc, char *argv[]) {
 		{ "initrd", required_argument, NULL, ARG_INITRD },
 		{ "cmdline", required_argument, NULL, ARG_CMDLINE },
 		{ "reuse-cmdline", no_argument, NULL, ARG_REUSE_CMDLINE },
+		{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
 		{},
 	};
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -813,6 +1019,9 @@ int main(int argc, char *argv[]) {
 		case 'p':
 			if (strv_extend(&arg_properties, optarg) < 0)
 				return EXIT_FAILED;
+			break;
+		case ARG_DRY_RUN:
+			arg_dry_run = true;
 			break;
 		case ARG_INITRD:
 			arg_initrd = optarg;

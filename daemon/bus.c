@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macros.h"
 #include "path-util.h"
+#include "string-util.h"
 #include "upgrade-errors.h"
 
 #define POLKIT_NAME         "org.freedesktop.PolicyKit1"
@@ -467,6 +468,55 @@ static int method_get_report(sd_bus_message *m, void *userdata, sd_bus_error *er
 	return sd_bus_reply_method_return(m, "s", json);
 }
 
+static int method_plan_commit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+	_cleanup_free_ char *json = NULL;
+	const char *id;
+	int r;
+
+	r = sd_bus_message_read(m, "s", &id);
+	if (r < 0)
+		return r;
+	r = context_plan_commit(((Manager *)userdata)->context, id, &json, error);
+	if (r < 0)
+		return r;
+	return sd_bus_reply_method_return(m, "s", json);
+}
+
+static int restore_vm_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *error) {
+	const char *name;
+	int r;
+
+	r = sd_bus_message_read(m, "s", &name);
+	if (r < 0)
+		return r;
+	if (!mgr->vms)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED,
+		                         "VMs are not managed here.");
+	r = vms_restore_one(mgr->vms, name, error);
+	if (r < 0)
+		return r;
+	return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_restore_vm(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+	const char *name;
+	int r;
+
+	/* 1. Read and validate; 2. authorize; 3. restore (blocks while libvirt restores). */
+	r = sd_bus_message_read(m, "s", &name);
+	if (r < 0)
+		return r;
+	if (!*name || strlen(name) > 256 || string_has_cc(name))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_VM_NAME,
+		                         "'%.64s' is not a VM name.", name);
+	return authorize(userdata, m, restore_vm_authorized, error);
+}
+
+static int property_get_vms(sd_bus *bus, const char *path, const char *iface, const char *property,
+                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	return vms_append_property(userdata, reply);
+}
+
 static int method_describe(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 	_cleanup_free_ char *json = NULL;
 	int r;
@@ -502,6 +552,10 @@ static const sd_bus_vtable manager_vtable[] = {
 	                        method_get_report, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("Describe", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json),
 	                        method_describe, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("PlanCommit", SD_BUS_ARGS("s", id), SD_BUS_RESULT("s", json),
+	                        method_plan_commit, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("RestoreVM", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT,
+	                        method_restore_vm, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_VTABLE_END,
 };
 
@@ -528,6 +582,7 @@ static const sd_bus_vtable update_vtable[] = {
 	                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("Error", "s", NULL, offsetof(Update, error),
 	                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("VMs", "a(sss)", property_get_vms, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_SIGNAL_WITH_ARGS("Finished", SD_BUS_ARGS("s", result), 0),
 	SD_BUS_VTABLE_END,
 };
@@ -574,7 +629,7 @@ static void on_update_changed(Context *c, Update *u, void *userdata) {
 	if (update_object_path(u, &path) < 0)
 		return;
 	(void)sd_bus_emit_properties_changed(mgr->bus, path, UPGRADE_UPDATE_IFACE, "State", "Phase",
-	                                     "Progress", "Handoff", "Error", NULL);
+	                                     "Progress", "Handoff", "Error", "VMs", NULL);
 }
 
 static void on_update_added(Context *c, Update *u, void *userdata) {

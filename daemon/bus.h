@@ -10,6 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "context.h"
+#include "vms.h"
 
 #define UPGRADE_BUS_NAME      "org.upgraded.Upgrade1"
 #define UPGRADE_OBJECT_PATH   "/org/upgraded/Upgrade1"
@@ -27,6 +28,7 @@ typedef struct Manager {
 	sd_bus *bus;
 	sd_event *event;
 	KexecTrigger trigger;
+	VmWiring *vms; /* RestoreVM(); NULL: not offered */
 } Manager;
 
 /* Registers objects and hooks the context's notifications to the bus. */

@@ -965,6 +965,24 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 	r = context_decide_handoff(c, u, &mode, &why);
 	if (r < 0)
 		return r;
+	/* The preconditions and the VM decisions: a refusal changes nothing. */
+	if (c->commit_check) {
+		_cleanup_(json_object_putp) json_object *decisions = NULL;
+		_cleanup_free_ char *refusal = NULL;
+
+		r = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
+		if (r < 0)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED,
+			                         "Cannot decide how to preserve the VMs: %s.",
+			                         refusal ?: strerror(-r));
+		if (r == 0)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_POLICY_REFUSED,
+			                         "The policy refuses to commit update %s: %s",
+			                         u->id, refusal ?: "(no reason given)");
+		json_object_put(u->decisions);
+		u->decisions = TAKE_PTR(decisions);
+	}
+
 	/* The staged image was built verified; the decision may switch it (no I/O,
 	 * no hashing: the digests were recorded at stage). */
 	if (c->backend->set_mode) {
@@ -976,6 +994,7 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 			        "Cannot switch the staged image of %s to %s mode: %s.", u->id, mode,
 			        strerror(-r));
 	}
+
 	free(u->handoff);
 	free(u->handoff_reason);
 	u->handoff = TAKE_PTR(mode);
@@ -991,6 +1010,66 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 		                         "Cannot write the update record: %s.", strerror(-r));
 	*ret = u;
 	return 0;
+}
+
+int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_error *error) {
+	_cleanup_(json_object_putp) json_object *o = NULL, *decisions = NULL;
+	_cleanup_free_ char *mode = NULL, *why = NULL, *refusal = NULL;
+	json_object *h;
+	Update *u;
+	char *s;
+	int r, allowed = 1;
+
+	r = context_lookup(c, id, &u, error);
+	if (r < 0)
+		return r;
+	if (u->state != UPDATE_STAGED)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
+		                         "Update %s is %s, only a staged update can be committed.",
+		                         u->id, update_state_to_string(u->state));
+
+	/* The same two questions commit asks, nothing persisted. */
+	r = context_decide_handoff(c, u, &mode, &why);
+	if (r < 0)
+		return r;
+	if (c->commit_check) {
+		allowed = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
+		if (allowed < 0)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED,
+			                         "Cannot decide how to preserve the VMs: %s.",
+			                         refusal ?: strerror(-allowed));
+	}
+
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "id", json_object_new_string(u->id));
+	json_object_object_add(o, "allowed", json_object_new_boolean(allowed > 0));
+	json_object_object_add(o, "refusal", refusal ? json_object_new_string(refusal) : NULL);
+	json_object_object_add(o, "handoff", h = json_object_new_object());
+	json_object_object_add(h, "mode", json_object_new_string(mode));
+	json_object_object_add(h, "reason", json_object_new_string(why));
+	json_object_object_add(o, "decisions", TAKE_PTR(decisions));
+
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+	if (!s)
+		return -ENOMEM;
+	*ret_json = s;
+	return 0;
+}
+
+int context_save(Context *c, Update *u) {
+	int r = context_persist(c, u);
+
+	if (r >= 0)
+		notify_update(c, u);
+	return r;
+}
+
+void context_notify(Context *c, Update *u) {
+	if (c->ops.update_changed)
+		c->ops.update_changed(c, u, c->ops_userdata);
 }
 
 int context_commit_run(Context *c, Update *u) {

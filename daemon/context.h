@@ -52,6 +52,13 @@ typedef struct ContextOps {
 	void (*finished)(Context *c, Update *u, const char *result, void *userdata);
 } ContextOps;
 
+/* The commit preconditions (daemon/vms.c: VM inventory, policy_decide_vm(),
+ * policy_check_commit()). Sets *ret_decisions (a JSON object, also on refusal) and
+ * returns 1 when the commit may proceed, 0 when the policy refuses it (*ret_refusal:
+ * the blocking reasons, one sentence), < 0 on error (*ret_refusal may say why). */
+typedef int (*CommitCheck)(Context *c, Update *u, void *userdata, json_object **ret_decisions,
+                           char **ret_refusal);
+
 /* Test seam: called after every successful persist with a running step number.
  * Returning < 0 (e.g. -ECANCELED) makes the current operation stop right there,
  * as if the daemon died after the write. */
@@ -82,6 +89,9 @@ struct Context {
 
 	ContextOps ops;
 	void *ops_userdata;
+
+	CommitCheck commit_check;
+	void *commit_check_userdata;
 
 	PersistHook persist_hook;
 	void *persist_hook_userdata;
@@ -122,6 +132,13 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 int context_commit_run(Context *c, Update *u);
 void context_handoff_result(Context *c, Update *u, int r, const char *why);
 int context_cancel(Context *c, const char *id, sd_bus_error *error);
+/* `upgradectl commit --dry-run`: the decisions a commit of id would take now
+ * (handoff, per-VM strategies, preconditions) as JSON; changes nothing. */
+int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_error *error);
+/* Persists u now (steps that must leave a record before they return, e.g. VM results)
+ * and tells the bus that it changed. */
+int context_save(Context *c, Update *u);
+void context_notify(Context *c, Update *u);
 
 /* THE policy seam: how the next kernel is handed over ("verified" or "fast") and why.
  * The policy library replaces the body; the backend limits what is possible. */

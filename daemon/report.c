@@ -85,6 +85,12 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 		json_object_array_add(a, s);
 	}
 
+	/* ---- VMs and the policy's decisions (daemon/vms.c) ---- */
+	json_object_object_add(o, "vms",
+	                       u->vms ? json_object_get(u->vms) : json_object_new_array());
+	json_object_object_add(o, "decisions", u->decisions ? json_object_get(u->decisions) : NULL);
+	/* ---- end of VMs ---- */
+
 	*ret = o;
 	return 0;
 }

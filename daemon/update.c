@@ -102,6 +102,8 @@ Update *update_free(Update *u) {
 	free(u->booted_kernel);
 	free(u->error);
 	strv_free(u->hooks_done);
+	json_object_put(u->decisions);
+	json_object_put(u->vms);
 	for (size_t i = 0; i < u->n_stamps; i++)
 		free(u->stamps[i].name);
 	free(u->stamps);
@@ -228,6 +230,10 @@ int update_to_json(const Update *u, json_object **ret) {
 	STRV_FOREACH (k, u->hooks_done)
 		json_object_array_add(a, json_object_new_string(*k));
 	json_object_object_add(o, "hooks_done", a);
+	if (u->decisions)
+		json_object_object_add(o, "decisions", json_object_get(u->decisions));
+	if (u->vms)
+		json_object_object_add(o, "vms", json_object_get(u->vms));
 
 	a = json_object_new_array();
 	for (size_t i = 0; i < u->n_stamps; i++) {
@@ -357,6 +363,17 @@ int update_from_json(json_object *o, Update **ret) {
 			if (r < 0)
 				return r;
 		}
+	}
+
+	if (json_object_object_get_ex(o, "decisions", &a) && a) {
+		if (!json_object_is_type(a, json_type_object))
+			return -EBADMSG;
+		u->decisions = json_object_get(a);
+	}
+	if (json_object_object_get_ex(o, "vms", &a) && a) {
+		if (!json_object_is_type(a, json_type_array))
+			return -EBADMSG;
+		u->vms = json_object_get(a);
 	}
 
 	if (json_object_object_get_ex(o, "phases", &a)) {

@@ -79,6 +79,10 @@ typedef struct Update {
 	char *booted_kernel;   /* running when the commit was resolved */
 	char *error;           /* why it failed */
 	char **hooks_done;     /* "<kind>:<name>" of finished hook steps */
+	/* Owned by the VM steps (daemon/vms.c), carried opaquely here so that the next
+	 * kernel's daemon and the report have them. NULL: none yet. */
+	json_object *decisions; /* the policy's decisions at commit (docs/policy.md) */
+	json_object *vms;       /* per-VM results, vm_results_to_json() */
 
 	UpdateStamp *stamps;
 	size_t n_stamps;

@@ -22,6 +22,8 @@
 #include "macros.h"
 #include "path-util.h"
 #include "policy.h"
+#include "string-util.h"
+#include "vms.h"
 #ifdef UPGRADED_TEST_CORRUPT_DIGEST
 #include "kexec-loader.h"
 
@@ -47,6 +49,7 @@ typedef struct Args {
 	const char *trigger;
 	const char *running_kernel;
 	const char *boot_id;
+	const char *libvirt_uri;
 	bool check_config;
 } Args;
 
@@ -60,6 +63,8 @@ static void help(void) {
 	       "     --bus-address=ADDRESS  Connect to this bus instead of the system bus\n"
 	       "                            (default: $DBUS_SYSTEM_BUS_ADDRESS or the system bus)\n"
 	       "     --check-config         Validate the configuration and exit\n"
+	       "     --libvirt-uri=URI      Manage the VMs of this libvirt connection\n"
+	       "                            (default: qemu:///system)\n"
 	       "     --log-level=LEVEL      err, warning, info (default) or debug\n\n"
 	       "Test-only options, accepted together with --root only:\n"
 	       "     --backend=NAME         kexec backend: kexec_load (upgraded's own loader),\n"
@@ -82,6 +87,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		ARG_TRIGGER,
 		ARG_RUNNING_KERNEL,
 		ARG_BOOT_ID,
+		ARG_LIBVIRT_URI,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -94,6 +100,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		{ "kexec-trigger", required_argument, NULL, ARG_TRIGGER },
 		{ "running-kernel", required_argument, NULL, ARG_RUNNING_KERNEL },
 		{ "boot-id", required_argument, NULL, ARG_BOOT_ID },
+		{ "libvirt-uri", required_argument, NULL, ARG_LIBVIRT_URI },
 		{},
 	};
 	int c, l;
@@ -134,6 +141,12 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 			break;
 		case ARG_BOOT_ID:
 			a->boot_id = optarg;
+			break;
+		case ARG_LIBVIRT_URI:
+			if (!*optarg || string_has_cc(optarg))
+				return log_error_errno(-EINVAL, "Invalid --libvirt-uri '%s'.",
+				                       optarg);
+			a->libvirt_uri = optarg;
 			break;
 		case '?':
 			return -EINVAL;
@@ -198,6 +211,7 @@ static int make_dirs(Context *c) {
 
 static int run(int argc, char *argv[]) {
 	_cleanup_(context_freep) Context *c = NULL;
+	_cleanup_(vms_freep) VmWiring *vms = NULL;
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
 	const KexecBackend *backend = NULL;
@@ -246,6 +260,10 @@ static int run(int argc, char *argv[]) {
 			return log_oom();
 		}
 	}
+	/* The VM steps: commit check, checkpoint, rollback, restore. */
+	r = vms_attach(c, a.libvirt_uri, &vms);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the VM steps: %m");
 	if (a.running_kernel) {
 		free(c->running_kernel);
 		c->running_kernel = strdup(a.running_kernel);
@@ -283,9 +301,9 @@ static int run(int argc, char *argv[]) {
 	mgr = (Manager){ .context = c,
 		         .bus = bus,
 		         .event = event,
-		         .trigger = a.trigger && streq(a.trigger, "record")
-		                            ? KEXEC_TRIGGER_RECORD
-		                            : KEXEC_TRIGGER_SYSTEMD };
+		         .trigger = a.trigger && streq(a.trigger, "record") ? KEXEC_TRIGGER_RECORD
+		                                                            : KEXEC_TRIGGER_SYSTEMD,
+		         .vms = vms };
 	r = manager_bus_attach(&mgr);
 	if (r < 0)
 		return r;

@@ -4,9 +4,15 @@
 
 usage: validate-report.py SCHEMA REPORT...   (exit 0 valid, 1 invalid, 2 usage)"""
 import json
+import os
 import sys
 
+import warnings
+
 import jsonschema
+
+# RefResolver is what Debian 12's jsonschema offers; newer ones only deprecate it.
+warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 if len(sys.argv) < 3:
     print(__doc__, file=sys.stderr)
@@ -14,7 +20,17 @@ if len(sys.argv) < 3:
 with open(sys.argv[1]) as f:
     schema = json.load(f)
 jsonschema.Draft202012Validator.check_schema(schema)
-validator = jsonschema.Draft202012Validator(schema)
+# Schemas the report references by $id (docs/vm-results.schema.json) live next to it.
+store = {}
+for name in ("vm-results.schema.json",):
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), name)) as f:
+            sub = json.load(f)
+        store[sub["$id"]] = sub
+    except FileNotFoundError:
+        pass
+validator = jsonschema.Draft202012Validator(
+    schema, resolver=jsonschema.RefResolver.from_schema(schema, store=store))
 bad = 0
 for path in sys.argv[2:]:
     with open(path) as f:

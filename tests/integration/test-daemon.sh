@@ -109,7 +109,9 @@ OBJ=(org.upgraded.Upgrade1 /org/upgraded/Upgrade1 org.upgraded.Upgrade1.Manager)
 start_daemon() { # start_daemon LOGNAME ARGS...
         local log=$1
         shift
-        "$UPGRADED" --root="$ROOT" "$@" >"$T/daemon-$log.log" 2>&1 &
+        # libvirt's test driver: an in-process host with one running 8 GiB domain "test",
+        # fresh at every daemon start.
+        "$UPGRADED" --root="$ROOT" --libvirt-uri=test:///default "$@" >"$T/daemon-$log.log" 2>&1 &
         DAEMON_PID=$!
         for _ in $(seq 100); do
                 "${BUSCTL[@]}" status org.upgraded.Upgrade1 >/dev/null 2>&1 && return 0
@@ -221,14 +223,45 @@ check "cancelled update state" test "$("$CTL" show "$ID" -p State --value)" = ca
 check "State back to idle" test "$("$CTL" show -p State --value)" = idle
 expect_fail "cancel twice -> BadState" 6 BadState "$CTL" cancel "$ID"
 
+# ---- the policy decides: dry run, a refused commit, restore-vm errors ----
+ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/dev/vda1 ro")
+"$CTL" commit --dry-run >"$T/dry.out" 2>&1
+check "commit --dry-run exits 0 when the commit may proceed" test $? -eq 0
+sed 's/^/# /' "$T/dry.out"
+check "dry run names the handoff, the VM and its strategy" bash -c "grep -q '^Handoff: verified' '$T/dry.out' && grep -qE '^  test +checkpoint +running' '$T/dry.out' && grep -q 'Preconditions: met' '$T/dry.out'"
+"$CTL" commit --dry-run --json >"$T/dry.json"
+check "dry run --json is PlanCommit's JSON" bash -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"allowed\"] and d[\"decisions\"][\"vms\"][0][\"name\"]==\"test\"))' '$T/dry.json'"
+check "dry run changed nothing" test "$("$CTL" show "$ID" -p State --value)" = staged
+stop_daemon
+printf '[Commit]\nMaxVMs=0\n' >"$ROOT/etc/upgraded/upgraded.conf"
+check "daemon with MaxVMs=0" start_daemon refused --backend=record --kexec-trigger=record
+D1=$(describe)
+expect_fail "dry run says the commit would be refused" 9 "too-many-vms" bash -c "'$CTL' commit --dry-run 1>&2"
+expect_fail "commit refused by the policy -> PolicyRefused with the reason" 9 "MaxVMs=0" "$CTL" commit
+check "the refused commit changed nothing" test "$(describe)" = "$D1"
+check "status names the staged update" bash -c "'$CTL' status | grep -q 'Update $ID'"
+expect_fail "restore-vm of an unknown VM -> NoSuchVM" 5 NoSuchVM "$CTL" restore-vm nope
+expect_fail "restore-vm of a running VM -> VMRunning" 6 VMRunning "$CTL" restore-vm test
+expect_fail "non-root restore-vm -> PermissionDenied" 4 PermissionDenied as_user "$CTL" restore-vm test
+check "cancel the refused update" "$CTL" cancel "$ID"
+stop_daemon
+rm "$ROOT/etc/upgraded/upgraded.conf"
+check "daemon back without the limit" start_daemon record2 --backend=record --kexec-trigger=record
+
 # ---- commit through the point of no return (recorded), then "the new kernel" ----
 ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/dev/vda1 ro")
 "$CTL" commit --wait >"$T/commit.out" 2>&1
 check "commit --wait exits 0" test $? -eq 0
 sed 's/^/# /' "$T/commit.out"
-check "commit --wait printed each phase in order" test "$(awk '{print $2}' "$T/commit.out" | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
+check "commit --wait printed each phase in order" test "$(grep '%' "$T/commit.out" | awk '{print $2}' | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
+check "commit --wait printed the VM's progress" bash -c "grep -q '^      VM test (checkpoint): paused' '$T/commit.out' && grep -q '^      VM test (checkpoint): saved' '$T/commit.out'"
 check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
 check "State is committing" test "$("$CTL" show -p State --value)" = committing
+"$CTL" status >"$T/status.out"
+sed 's/^/# /' "$T/status.out"
+check "status shows the handoff reasons and the VM saved" bash -c "grep -q '^  Handoff: verified' '$T/status.out' && grep -q 'fast-not-allowed' '$T/status.out' && grep -qE '^    test +checkpoint +saved' '$T/status.out'"
+check "VMs property on the update object" test "$("${BUSCTL[@]}" get-property org.upgraded.Upgrade1 "/org/upgraded/Upgrade1/update/$ID" org.upgraded.Upgrade1.Update VMs)" = 'a(sss) 1 "test" "checkpoint" "saved"'
+check "PropertiesChanged carried the VMs" grep -q '"saved"' "$T/monitor.txt"
 expect_fail "commit again -> BadState" 6 BadState "$CTL" commit "$ID"
 expect_fail "cancel while committing -> BadState" 6 BadState "$CTL" cancel
 
@@ -247,6 +280,7 @@ check "report --json validates against the schema" python3 "$VALIDATE" "$SCHEMA"
 check "report --json is GetReport unchanged" bash -c "diff <('${BUSCTL[0]}' --address='$ADDR' --json=short call ${OBJ[*]} GetReport s '' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"data\"][0])') '$T/report.json'"
 check "report names old and new kernel" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r[\"old_kernel\"][\"version\"]==sys.argv[2] and r[\"new_kernel\"][\"version\"]==sys.argv[3] and r[\"result\"]==\"success\" and r[\"backend\"][\"name\"]==\"record\"))' '$T/report.json' '$(uname -r)' '$NEW'"
 check "report file on disk" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID.json"
+check "report carries the VM and the policy's decisions" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); v=r[\"vms\"][0]; d=r[\"decisions\"]; sys.exit(not (v[\"name\"]==\"test\" and v[\"strategy\"]==\"checkpoint\" and d[\"verdict\"][\"allowed\"] and d[\"vms\"][0][\"reasons\"]))' '$T/report.json'"
 check "human report" bash -c "'$CTL' report '$ID' | grep -q 'Result: success'"
 stop_daemon
 
@@ -258,7 +292,7 @@ check "commit --wait exits 1 when systemd is unreachable" test $? -eq 1
 check "update failed with the reason" bash -c "'$CTL' show '$ID2' -p Error --value | grep -q 'kexec reboot'"
 check "image unloaded after the rollback" bash -c "python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"loaded\"])' '$ROOT/run/upgraded/kexec-record.json'"
 check "failure report validates" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID2.json"
-check "list shows three updates" test "$("$CTL" list --json | json_get '.__len__()')" = 3
+check "list shows four updates" test "$("$CTL" list --json | json_get '.__len__()')" = 4
 stop_daemon
 
 # ---- a real polkit: a rule grants the test user the action, nobody else ----

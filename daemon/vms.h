@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The VMs in the daemon: connects the state machine (context.h) to the VM library
+ * (vm/vm.h) and the policy (policy.h). At commit (and for a dry run) it takes the
+ * inventory, lets the policy decide each VM's strategy and check the preconditions;
+ * it registers the steps that checkpoint the VMs before the handoff, roll them back
+ * when the commit fails, and restore them on the new kernel. Their results live in
+ * the update record (Update.vms) and in the report. docs/vms.md.
+ */
+
+#include <systemd/sd-bus.h>
+
+#include "context.h"
+
+#define VMS_LIBVIRT_URI_DEFAULT "qemu:///system"
+
+typedef struct VmWiring VmWiring;
+
+/* Registers the commit check and the hooks on c; connects to uri (NULL: the default)
+ * only when a step needs it. Routes libvirt's errors to our log. */
+int vms_attach(Context *c, const char *uri, VmWiring **ret);
+VmWiring *vms_free(VmWiring *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VmWiring *, vms_free);
+
+/* `upgradectl restore-vm NAME`: restores one VM from its kept managed save image and
+ * updates its record in the newest update that has one. Sets NoSuchVM, VMRunning,
+ * NoSavedState, InvalidVMName or VMFailed. */
+int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error);
+
+/* The Update.VMs property, a(sss): name, strategy, result, from u->vms (or, before
+ * the first step ran, the decided strategies with result "pending"). */
+int vms_append_property(const Update *u, sd_bus_message *reply);
