@@ -50,7 +50,18 @@ typedef struct ContextOps {
 	void (*update_added)(Context *c, Update *u, void *userdata);
 	void (*manager_changed)(Context *c, void *userdata);
 	void (*finished)(Context *c, Update *u, const char *result, void *userdata);
+	/* The report of u was written to path (atomically): announce it. */
+	void (*report_ready)(Context *c, Update *u, const char *path, void *userdata);
 } ContextOps;
+
+/* Measurement seams (daemon/measure.c), all optional. handoff_prepare runs right
+ * before the handoff record is written (it stores what must survive the kexec in
+ * u->measure); report_extend adds the measured sections to a report being built. */
+typedef struct ContextMeasure {
+	void (*handoff_prepare)(Context *c, Update *u, void *userdata);
+	int (*report_extend)(Context *c, Update *u, json_object *report, void *userdata);
+	void *userdata;
+} ContextMeasure;
 
 /* Test seam: called after every successful persist with a running step number.
  * Returning < 0 (e.g. -ECANCELED) makes the current operation stop right there,
@@ -81,6 +92,7 @@ struct Context {
 
 	ContextOps ops;
 	void *ops_userdata;
+	ContextMeasure measure;
 
 	PersistHook persist_hook;
 	void *persist_hook_userdata;

@@ -102,6 +102,7 @@ Update *update_free(Update *u) {
 	for (size_t i = 0; i < u->n_stamps; i++)
 		free(u->stamps[i].name);
 	free(u->stamps);
+	json_object_put(u->measure);
 	free(u);
 	return NULL;
 }
@@ -220,6 +221,8 @@ int update_to_json(const Update *u, json_object **ret) {
 	STRV_FOREACH (k, u->hooks_done)
 		json_object_array_add(a, json_object_new_string(*k));
 	json_object_object_add(o, "hooks_done", a);
+	if (u->measure)
+		json_object_object_add(o, "measure", json_object_get(u->measure));
 
 	a = json_object_new_array();
 	for (size_t i = 0; i < u->n_stamps; i++) {
@@ -343,6 +346,12 @@ int update_from_json(json_object *o, Update **ret) {
 			if (r < 0)
 				return r;
 		}
+	}
+
+	if (json_object_object_get_ex(o, "measure", &a)) {
+		if (!json_object_is_type(a, json_type_object))
+			return -EBADMSG;
+		u->measure = json_object_get(a);
 	}
 
 	if (json_object_object_get_ex(o, "phases", &a)) {

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "context.h"
 #include "fileio.h"
+#include "measure.h"
 #include "log.h"
 #include "macros.h"
 #include "path-util.h"
@@ -181,6 +182,7 @@ static int run(int argc, char *argv[]) {
 	_cleanup_(context_freep) Context *c = NULL;
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	_cleanup_(measure_freep) Measure *measure = NULL;
 	const KexecBackend *backend = &kexec_backend_file;
 	Manager mgr = {};
 	Args a = {};
@@ -243,6 +245,13 @@ static int run(int argc, char *argv[]) {
 	r = sd_event_default(&event);
 	if (r < 0)
 		return log_error_errno(r, "Failed to allocate the event loop: %m");
+	/* Before any VM step registers: the probe must run before the first pause. */
+	r = measure_new(&(MeasureOptions){ .root = a.root, .event = event }, &measure);
+	if (r < 0)
+		return log_oom();
+	r = measure_attach(measure, c);
+	if (r < 0)
+		return log_oom();
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
@@ -268,6 +277,7 @@ static int run(int argc, char *argv[]) {
 	r = context_load(c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to read the update records: %m");
+	(void)measure_daemon_start(measure, c);
 	r = context_recover(c);
 	if (r < 0)
 		log_error_errno(r, "Recovery incomplete, continuing: %m");
