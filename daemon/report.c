@@ -23,18 +23,23 @@ static const char *boot_of(const Update *u, const char *name) {
 	return s && s->boot_id[0] ? s->boot_id : NULL;
 }
 
-/* "a; b; c" (the policy's reasons, one per line joined) -> ["a","b","c"]. */
+/* The policy's reasons, one per line joined with ';' (context.c reasons_to_text())
+ * -> ["a","b","c"]; blanks around each are dropped. */
 static json_object *reasons_array(const char *text) {
 	json_object *a = json_object_new_array();
 	const char *p = text;
 
 	while (a && p && *p) {
-		const char *e = strstr(p, "; ");
-		size_t n = e ? (size_t)(e - p) : strlen(p);
+		const char *e = strchr(p, ';');
+		size_t n;
 
+		p += strspn(p, " ");
+		n = e ? (size_t)(e - p) : strlen(p);
+		while (n > 0 && p[n - 1] == ' ')
+			n--;
 		if (n > 0)
 			json_object_array_add(a, json_object_new_string_len(p, (int)n));
-		p = e ? e + 2 : NULL;
+		p = e ? e + 1 : NULL;
 	}
 	return a;
 }

@@ -138,7 +138,7 @@ static json_object *run_update(World *w) {
 	assert_int_equal(update_set_string(&u->kernel_version, "6.1.0-57-cloud-amd64"), 0);
 	assert_int_equal(update_set_string(&u->backend, "record"), 0);
 	assert_int_equal(update_set_string(&u->handoff, "verified"), 0);
-	assert_int_equal(update_set_string(&u->handoff_reason, "planned update; default"), 0);
+	assert_int_equal(update_set_string(&u->handoff_reason, "planned update;blocking: x: y"), 0);
 	assert_int_equal(update_set_string(&u->cmdline, "root=/dev/vda1 ro"), 0);
 
 	/* Old kernel: commit, one VM paused at t = -5 s, handoff. */
@@ -221,6 +221,20 @@ static void test_measure_tsc_timebase(void **state) {
 	                                 "downtime_source", NULL)),
 	                    "marks");
 	assert_string_equal(json_object_get_string(jget(o, "phase_axis", NULL)), "reboot-request");
+	assert_string_equal(
+	        json_object_get_string(json_object_array_get_idx(jget(o, "handoff", "reasons"), 1)),
+	        "blocking: x: y");
+	/* phases: pre-handoff -10 s -> 0, handoff 0 -> 3 s, boot-to-daemon 3 -> 8 s,
+	 * post-boot 8 -> 10 s */
+	assert_int_equal(json_object_array_length(jget(o, "phases", NULL)), 4);
+	assert_int_equal(
+	        json_object_get_int64(jget(json_object_array_get_idx(jget(o, "phases", NULL), 0),
+	                                   "start_ns", NULL)),
+	        -10 * (int64_t)S);
+	assert_int_equal(
+	        json_object_get_int64(jget(json_object_array_get_idx(jget(o, "phases", NULL), 3),
+	                                   "duration_ns", NULL)),
+	        2 * S);
 	assert_int_equal(json_object_get_int64(jget(o, "boot", "init_us")), 400000);
 	/* kexec_file-style handoff: no stamps, the verify time is missing with the reason */
 	assert_true(json_object_is_type(jget(o, "purgatory", "verify_ns"), json_type_null));
