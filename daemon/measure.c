@@ -509,6 +509,7 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 		add_missing(missing, "timebase", "%s", "the update did not reach a new kernel");
 		json_object_object_add(report, "phases", phases);
 		json_object_object_add(report, "missing", missing);
+		measure_close_probe(m); /* this update's measurement is over */
 		return 0;
 	}
 
@@ -609,6 +610,8 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 
 	json_object_object_add(report, "phases", phases);
 	json_object_object_add(report, "missing", missing);
+	measure_close_probe(m); /* this update's measurement is over */
+	m->started = false;
 	return 0;
 }
 
