@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * loader-tool: drives the loader library by hand, without the daemon, for the
+ * lab and for debugging (not installed). See --help.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "loader.h"
+#include "macros.h"
+#include "sha256.h"
+#include "string-util.h"
+
+static const char *arg_root = NULL;
+static const char *arg_initrd = NULL;
+static const char *arg_cmdline = NULL;
+static bool arg_reuse_cmdline = false;
+static LoaderMode arg_mode = LOADER_MODE_VERIFIED;
+static bool arg_panic = false;
+static bool arg_dry_run = false;
+static bool arg_corrupt = false;
+static unsigned arg_console_port = PURGATORY_CONSOLE_COM1;
+static const char *arg_dump = NULL;
+
+static void help(void) {
+	printf("loader-tool COMMAND [OPTIONS]\n\n"
+	       "Stages x86_64 kernels with upgraded's own kexec loader (kexec_load + our\n"
+	       "purgatory), without the daemon.\n\n"
+	       "Commands:\n"
+	       "  check              Say whether kexec_load can be used here; exit 0 if usable,\n"
+	       "                     2 if not (the reason is printed)\n"
+	       "  release KERNEL     Print the kernel release a bzImage carries\n"
+	       "  load KERNEL        Build the segments and load them with kexec_load\n"
+	       "  unload             Unload the staged (or with --panic, the crash) image\n"
+	       "  status             Print whether a normal and a crash image are loaded\n\n"
+	       "Options:\n"
+	       "  --root DIR             Read /sys and /proc below DIR\n"
+	       "  --initrd FILE          Initrd for load\n"
+	       "  --cmdline STRING       Command line of the new kernel\n"
+	       "  --reuse-cmdline        Use /proc/cmdline minus upgraded.stamps=...\n"
+	       "  --mode verified|fast   Purgatory checks every segment's SHA-256 (default), or "
+	       "not\n"
+	       "  --panic                Load as the crash image (always verified)\n"
+	       "  --console-port N       Serial port for purgatory's mismatch line (0: none,\n"
+	       "                         default 0x3f8)\n"
+	       "  --dry-run              Build and print the segments, do not load\n"
+	       "  --dump-segments DIR    Also write each segment to DIR/<name>.bin and their\n"
+	       "                         addresses and the entry to DIR/segments (for emulators)\n"
+	       "  --test-corrupt-digest  Tests only: record a wrong kernel digest, so a verified\n"
+	       "                         handoff must refuse and reset\n"
+	       "  -h --help              Show this help\n");
+}
+
+static int parse_argv(int argc, char **argv) {
+	enum {
+		ARG_ROOT = 0x100,
+		ARG_INITRD,
+		ARG_CMDLINE,
+		ARG_REUSE_CMDLINE,
+		ARG_MODE,
+		ARG_PANIC,
+		ARG_CONSOLE_PORT,
+		ARG_DRY_RUN,
+		ARG_CORRUPT,
+		ARG_DUMP,
+	};
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "root", required_argument, NULL, ARG_ROOT },
+		{ "initrd", required_argument, NULL, ARG_INITRD },
+		{ "cmdline", required_argument, NULL, ARG_CMDLINE },
+		{ "reuse-cmdline", no_argument, NULL, ARG_REUSE_CMDLINE },
+		{ "mode", required_argument, NULL, ARG_MODE },
+		{ "panic", no_argument, NULL, ARG_PANIC },
+		{ "console-port", required_argument, NULL, ARG_CONSOLE_PORT },
+		{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
+		{ "test-corrupt-digest", no_argument, NULL, ARG_CORRUPT },
+		{ "dump-segments", required_argument, NULL, ARG_DUMP },
+		{},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+		switch (c) {
+		case 'h':
+			help();
+			return 0;
+		case ARG_ROOT:
+			arg_root = optarg;
+			break;
+		case ARG_INITRD:
+			arg_initrd = optarg;
+			break;
+		case ARG_CMDLINE:
+			arg_cmdline = optarg;
+			break;
+		case ARG_REUSE_CMDLINE:
+			arg_reuse_cmdline = true;
+			break;
+		case ARG_MODE:
+			if (streq(optarg, "verified"))
+				arg_mode = LOADER_MODE_VERIFIED;
+			else if (streq(optarg, "fast"))
+				arg_mode = LOADER_MODE_FAST;
+			else {
+				fprintf(stderr, "Unknown mode '%s': use verified or fast.\n",
+				        optarg);
+				return -EINVAL;
+			}
+			break;
+		case ARG_PANIC:
+			arg_panic = true;
+			break;
+		case ARG_CONSOLE_PORT: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
+			if (*end || v > 0xffff) {
+				fprintf(stderr, "Invalid console port '%s'.\n", optarg);
+				return -EINVAL;
+			}
+			arg_console_port = v;
+			break;
+		}
+		case ARG_DRY_RUN:
+			arg_dry_run = true;
+			break;
+		case ARG_CORRUPT:
+			arg_corrupt = true;
+			break;
+		case ARG_DUMP:
+			arg_dump = optarg;
+			break;
+		default:
+			return -EINVAL;
+		}
+	return 1;
+}
+
+/* /proc/cmdline without a previous handoff's stamps. */
+static int reuse_cmdline(char **ret) {
+	_cleanup_free_ char *data = NULL;
+	_cleanup_free_ char *out = NULL;
+	size_t size, o = 0;
+	char *w, *save = NULL;
+
+	if (read_file_full("/proc/cmdline", 65536, &data, &size) < 0)
+		return -errno;
+	out = calloc(1, size + 1);
+	if (!out)
+		return -ENOMEM;
+	for (w = strtok_r(strstrip(data), " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (strncmp(w, PURGATORY_STAMPS_KEY, strlen(PURGATORY_STAMPS_KEY)) == 0 ||
+		    streq(w, "reset_devices") || strncmp(w, "upgraded.panic=", 15) == 0)
+			continue;
+		o += sprintf(out + o, "%s%s", o ? " " : "", w);
+	}
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+/* DIR/<name>.bin per segment (buffer only: the rest of memsz is zero) and
+ * DIR/segments with "name address file" lines and "entry address". */
+static int dump_segments(const struct loader_image *img, const char *const names[]) {
+	_cleanup_free_ char *index = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	const struct loader_segment *s;
+	size_t n = loader_image_segments(img, &s);
+	int r;
+
+	r = mkdir_p(arg_dump, 0755);
+	if (r < 0)
+		return r;
+	if (asprintf(&index, "%s/segments", arg_dump) < 0)
+		return -ENOMEM;
+	f = fopen(index, "we");
+	if (!f)
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *p = NULL;
+
+		if (!s[i].memsz)
+			continue;
+		if (asprintf(&p, "%s/%s.bin", arg_dump, names[i]) < 0)
+			return -ENOMEM;
+		r = write_file_atomic(p, s[i].buf, s[i].bufsz, 0644);
+		if (r < 0)
+			return r;
+		fprintf(f, "%s 0x%" PRIx64 " %s\n", names[i], s[i].mem, p);
+	}
+	fprintf(f, "entry 0x%" PRIx64 "\n", loader_image_entry(img));
+	return fflush(f) == 0 ? 0 : -errno;
+}
+
+static int verb_load(const char *kernel) {
+	_cleanup_close_ int kfd = -EBADF, ifd = -EBADF;
+	_cleanup_free_ char *cmdline = NULL;
+	struct loader_image *img = NULL;
+	const struct loader_segment *s;
+	static const char *const names[] = { "kernel", "initrd", "params", "purgatory" };
+	LoaderError le = LOADER_OK;
+	BzImageError be = BZIMAGE_OK;
+	struct timespec t0, t1;
+	size_t n;
+	int r;
+
+	kfd = open(kernel, O_RDONLY | O_CLOEXEC);
+	if (kfd < 0)
+		return fprintf(stderr, "Failed to open '%s': %m\n", kernel), -errno;
+	if (arg_initrd) {
+		ifd = open(arg_initrd, O_RDONLY | O_CLOEXEC);
+		if (ifd < 0)
+			return fprintf(stderr, "Failed to open '%s': %m\n", arg_initrd), -errno;
+	}
+	if (arg_reuse_cmdline) {
+		r = reuse_cmdline(&cmdline);
+		if (r < 0)
+			return fprintf(stderr, "Failed to read /proc/cmdline: %s\n", strerror(-r)),
+			       r;
+	}
+
+	struct loader_options o = {
+		.root = arg_root,
+		.kernel_fd = kfd,
+		.initrd_fd = ifd,
+		.cmdline = cmdline ?: arg_cmdline,
+		.mode = arg_mode,
+		.panic = arg_panic,
+		.console_port = arg_console_port,
+	};
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = loader_image_build(&o, &img, &le, &be);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r < 0) {
+		fprintf(stderr, "Failed to stage '%s': %s", kernel, loader_error_to_string(le));
+		if (le == LOADER_ERR_BZIMAGE)
+			fprintf(stderr, ": %s", bzimage_error_to_string(be));
+		fprintf(stderr, " (%s)\n", strerror(-r));
+		return r;
+	}
+	if (arg_corrupt)
+		loader_image_corrupt_digest_for_test(img);
+
+	printf("kernel %s, staged in %.1f ms (sha256 %s)\n", loader_image_bzimage(img)->release,
+	       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
+	       sha256_impl_to_string(sha256_impl_best()));
+	n = loader_image_segments(img, &s);
+	for (size_t i = 0; i < n; i++)
+		if (s[i].memsz)
+			printf("  %-9s 0x%012" PRIx64 "-0x%012" PRIx64 " (%zu bytes)\n", names[i],
+			       s[i].mem, s[i].mem + s[i].memsz - 1, s[i].bufsz);
+	printf("  entry     0x%" PRIx64 ", mode %s%s%s\n", loader_image_entry(img),
+	       arg_mode == LOADER_MODE_FAST ? "fast" : "verified", arg_panic ? ", panic" : "",
+	       arg_corrupt ? ", CORRUPTED DIGEST (test)" : "");
+	printf("  cmdline   %s\n", loader_image_cmdline(img));
+	if (arg_dump) {
+		r = dump_segments(img, names);
+		if (r < 0) {
+			fprintf(stderr, "Failed to dump segments to '%s': %s\n", arg_dump,
+			        strerror(-r));
+			loader_image_free(img);
+			return r;
+		}
+	}
+
+	if (!arg_dry_run) {
+		r = loader_image_load(img);
+		if (r < 0)
+			fprintf(stderr, "kexec_load failed: %s\n", strerror(-r));
+		else
+			printf("loaded\n");
+	}
+	loader_image_free(img);
+	return r < 0 ? r : 0;
+}
+
+int main(int argc, char **argv) {
+	const char *verb;
+	int r;
+
+	r = parse_argv(argc, argv);
+	if (r <= 0)
+		return r < 0 ? 1 : 0;
+	if (optind >= argc) {
+		help();
+		return 1;
+	}
+	verb = argv[optind];
+
+	if (streq(verb, "check")) {
+		LoaderUnusable u;
+
+		r = loader_check_usable(arg_root, &u);
+		if (r < 0)
+			return fprintf(stderr, "Failed to check: %s\n", strerror(-r)), 1;
+		printf("%s\n", loader_unusable_to_string(u));
+		return u == LOADER_USABLE ? 0 : 2;
+	}
+	if (streq(verb, "release") && optind + 1 < argc) {
+		_cleanup_free_ char *rel = NULL;
+		BzImageError e = BZIMAGE_OK;
+
+		r = bzimage_kernel_release(argv[optind + 1], &rel, &e);
+		if (r < 0)
+			return fprintf(stderr, "'%s': %s\n", argv[optind + 1],
+			               e != BZIMAGE_OK ? bzimage_error_to_string(e) : strerror(-r)),
+			       1;
+		printf("%s\n", rel);
+		return 0;
+	}
+	if (streq(verb, "load") && optind + 1 < argc)
+		return verb_load(argv[optind + 1]) < 0 ? 1 : 0;
+	if (streq(verb, "unload")) {
+		r = loader_unload(arg_panic);
+		if (r < 0)
+			return fprintf(stderr, "Failed to unload: %s\n", strerror(-r)), 1;
+		return 0;
+	}
+	if (streq(verb, "status")) {
+		int a = loader_is_loaded(arg_root, false), b = loader_is_loaded(arg_root, true);
+
+		printf("kexec image: %s\ncrash image: %s\n",
+		       a < 0 ? "unknown (no kexec)"
+		       : a   ? "loaded"
+		             : "none",
+		       b < 0 ? "unknown (no kexec)"
+		       : b   ? "loaded"
+		             : "none");
+		return 0;
+	}
+	fprintf(stderr, "Unknown command or missing argument: '%s'. See --help.\n", verb);
+	return 1;
+}

@@ -1,0 +1,806 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * The kexec segment builder and the kexec_load call. Stage time does all the
+ * work (read, validate, place, hash) so that the commit path is one syscall.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/kexec.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bootparam.h"
+#include "fileio.h"
+#include "loader.h"
+#include "macros.h"
+#include "path-util.h"
+#include "sha256.h"
+#include "string-util.h"
+
+#define PAGE_SIZE               4096ULL
+#define LOW_MEMORY_END          0x100000ULL  /* below 1 MiB: BIOS, real-mode, never used */
+#define LOW_RAM_CRASH_END       0xa0000ULL   /* the crash kernel gets the first 640 KiB */
+#define KERNEL_MIN_ADDR         0x1000000ULL /* search for the kernel from 16 MiB */
+#define FOUR_GIB                0x100000000ULL
+#define LOADER_INITRD_MAX_SIZE  (2ULL << 30)
+#define MEMMAP_MAX_RANGES       1024
+#define IOMEM_CRASH_KERNEL      "Crash kernel"
+#define PANIC_CMDLINE_MARK      "reset_devices upgraded.panic=1"
+#define E820_TYPE_SOFT_RESERVED 0xefffffff
+
+extern const unsigned char purgatory_blob[];
+extern const size_t purgatory_blob_size;
+
+struct mem_range {
+	uint64_t start;
+	uint64_t end; /* inclusive, as /sys/firmware/memmap and /proc/iomem print it */
+	uint32_t type;
+};
+
+struct loader_image {
+	struct bzimage_info bz;
+	uint8_t *kernel_file; /* whole bzImage */
+	size_t kernel_file_size;
+	uint8_t *initrd;
+	size_t initrd_size;
+	uint8_t *params_seg; /* zero page + command line */
+	size_t params_seg_size;
+	uint8_t *purgatory_seg;
+	char *cmdline; /* points into params_seg */
+	struct loader_segment segments[_LOADER_SEG_MAX];
+	size_t nr_segments;
+	uint64_t entry;
+	bool panic;
+};
+
+static const char *const unusable_table[_LOADER_UNUSABLE_MAX] = {
+	[LOADER_USABLE] = "kexec_load can be used",
+	[LOADER_UNUSABLE_LOCKDOWN] =
+	        "kernel lockdown (integrity or confidentiality) forbids kexec_load",
+	[LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP] =
+	        "EFI-booted host without /sys/firmware/efi/runtime-map (EFI state unknown)",
+	[LOADER_UNUSABLE_EFI_UNSUPPORTED] =
+	        "EFI-booted host: this loader does not pass EFI runtime state yet",
+	[LOADER_UNUSABLE_LOAD_DISABLED] = "kexec_load is disabled (kernel.kexec_load_disabled=1)",
+};
+
+static const char *const error_table[_LOADER_ERR_MAX] = {
+	[LOADER_OK] = "success",
+	[LOADER_ERR_BZIMAGE] = "the kernel image is not a valid x86_64 bzImage",
+	[LOADER_ERR_READ] = "the kernel or initrd could not be read",
+	[LOADER_ERR_MEMMAP] =
+	        "the firmware memory map (/sys/firmware/memmap) is missing or malformed",
+	[LOADER_ERR_TOO_MANY_E820] = "the memory map has more ranges than boot_params can hold",
+	[LOADER_ERR_CMDLINE_TOO_LONG] = "the command line is longer than the new kernel accepts",
+	[LOADER_ERR_CMDLINE_INVALID] =
+	        "the command line has control characters or already has upgraded.stamps=",
+	[LOADER_ERR_NO_ROOM_KERNEL] = "no free RAM at the kernel's alignment for its init_size",
+	[LOADER_ERR_NO_ROOM_INITRD] = "no free RAM below initrd_addr_max for the initrd",
+	[LOADER_ERR_NO_ROOM_PARAMS] =
+	        "no free RAM below 4 GiB for boot_params and the command line",
+	[LOADER_ERR_NO_ROOM_PURGATORY] = "no free RAM below 4 GiB for purgatory",
+	[LOADER_ERR_NO_CRASH_RESERVATION] = "no crashkernel= reservation for a panic image",
+	[LOADER_ERR_PANIC_NOT_VERIFIED] = "a panic image is always verified: fast mode refused",
+};
+
+const char *loader_unusable_to_string(LoaderUnusable u) {
+	return (unsigned)u < _LOADER_UNUSABLE_MAX ? unusable_table[u] : NULL;
+}
+
+const char *loader_error_to_string(LoaderError e) {
+	return (unsigned)e < _LOADER_ERR_MAX ? error_table[e] : NULL;
+}
+
+int loader_error_to_errno(LoaderError e) {
+	switch (e) {
+	case LOADER_OK:
+		return 0;
+	case LOADER_ERR_READ:
+		return -EIO;
+	case LOADER_ERR_BZIMAGE:
+	case LOADER_ERR_MEMMAP:
+		return -EBADMSG;
+	case LOADER_ERR_CMDLINE_TOO_LONG:
+		return -E2BIG;
+	case LOADER_ERR_CMDLINE_INVALID:
+	case LOADER_ERR_PANIC_NOT_VERIFIED:
+		return -EINVAL;
+	case LOADER_ERR_NO_CRASH_RESERVATION:
+		return -ENOENT;
+	default:
+		return -ENOSPC;
+	}
+}
+
+/* --- helpers --------------------------------------------------------------- */
+
+static uint64_t align_up(uint64_t v, uint64_t a) {
+	return (v + a - 1) & ~(a - 1);
+}
+
+static uint64_t align_down(uint64_t v, uint64_t a) {
+	return v & ~(a - 1);
+}
+
+static void put_u8(uint8_t *p, size_t off, uint8_t v) {
+	p[off] = v;
+}
+
+static void put_u32(uint8_t *p, size_t off, uint32_t v) {
+	for (int i = 0; i < 4; i++)
+		p[off + i] = v >> (8 * i);
+}
+
+static void put_u64(uint8_t *p, size_t off, uint64_t v) {
+	put_u32(p, off, (uint32_t)v);
+	put_u32(p, off + 4, (uint32_t)(v >> 32));
+}
+
+/* Reads root-prefixed path into a stripped string. */
+static int read_one_line(const char *root, const char *path, char **ret) {
+	_cleanup_free_ char *p = NULL, *data = NULL;
+	size_t size;
+	int r;
+
+	r = path_prefix_root(root, path, &p);
+	if (r < 0)
+		return r;
+	r = read_file_full(p, 64 * 1024, &data, &size);
+	if (r < 0)
+		return r;
+	strstrip(data);
+	*ret = TAKE_PTR(data);
+	return 0;
+}
+
+static bool path_exists_root(const char *root, const char *path) {
+	_cleanup_free_ char *p = NULL;
+
+	return path_prefix_root(root, path, &p) >= 0 && access(p, F_OK) == 0;
+}
+
+static int read_fd_all(int fd, uint64_t max, uint8_t **ret, size_t *ret_size) {
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct stat st;
+	size_t got = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADFD;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	buf = malloc(MAX((size_t)st.st_size, (size_t)1));
+	if (!buf)
+		return -ENOMEM;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, st.st_size - got, got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO; /* shrank while reading */
+		got += n;
+	}
+	*ret = TAKE_PTR(buf);
+	*ret_size = got;
+	return 0;
+}
+
+/* --- usability ------------------------------------------------------------- */
+
+int loader_check_usable(const char *root, LoaderUnusable *ret_reason) {
+	_cleanup_free_ char *lockdown = NULL, *disabled = NULL;
+	int r;
+
+	/* "none [integrity] confidentiality": the bracketed word is the mode. */
+	r = read_one_line(root, "/sys/kernel/security/lockdown", &lockdown);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (lockdown &&
+	    (strstr(lockdown, "[integrity]") || strstr(lockdown, "[confidentiality]"))) {
+		*ret_reason = LOADER_UNUSABLE_LOCKDOWN;
+		return 0;
+	}
+
+	r = read_one_line(root, "/proc/sys/kernel/kexec_load_disabled", &disabled);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (disabled && streq(disabled, "1")) {
+		*ret_reason = LOADER_UNUSABLE_LOAD_DISABLED;
+		return 0;
+	}
+
+	if (path_exists_root(root, "/sys/firmware/efi")) {
+		*ret_reason = path_exists_root(root, "/sys/firmware/efi/runtime-map")
+		                      ? LOADER_UNUSABLE_EFI_UNSUPPORTED
+		                      : LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP;
+		return 0;
+	}
+
+	*ret_reason = LOADER_USABLE;
+	return 0;
+}
+
+int loader_is_loaded(const char *root, bool panic) {
+	_cleanup_free_ char *v = NULL;
+	int r;
+
+	r = read_one_line(
+	        root, panic ? "/sys/kernel/kexec_crash_loaded" : "/sys/kernel/kexec_loaded", &v);
+	if (r < 0)
+		return r;
+	return streq(v, "1");
+}
+
+/* --- the memory map -------------------------------------------------------- */
+
+static uint32_t memmap_type(const char *s) {
+	static const struct {
+		const char *name;
+		uint32_t type;
+	} table[] = {
+		{ "System RAM", E820_TYPE_RAM },
+		{ "Reserved", E820_TYPE_RESERVED },
+		{ "reserved", E820_TYPE_RESERVED },
+		{ "ACPI Tables", E820_TYPE_ACPI },
+		{ "ACPI Non-volatile Storage", E820_TYPE_NVS },
+		{ "Unusable memory", E820_TYPE_UNUSABLE },
+		{ "Persistent Memory", E820_TYPE_PMEM },
+		{ "Persistent Memory (legacy)", 12 },
+		{ "Soft Reserved", E820_TYPE_SOFT_RESERVED },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		if (streq(s, table[i].name))
+			return table[i].type;
+	return E820_TYPE_RESERVED; /* unknown: never place anything there */
+}
+
+static int cmp_range(const void *a, const void *b) {
+	const struct mem_range *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static int parse_hex(const char *s, uint64_t *ret) {
+	char *end;
+	unsigned long long v;
+
+	if (!s || strncmp(s, "0x", 2) != 0 || !s[2])
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s + 2, &end, 16);
+	if (errno != 0 || *end)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* /sys/firmware/memmap/N/{start,end,type}: the firmware's map as it was at boot. */
+static int read_memmap(const char *root, struct mem_range **ret, size_t *ret_n) {
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ struct mem_range *ranges = NULL;
+	size_t n = 0;
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	r = path_prefix_root(root, "/sys/firmware/memmap", &dir);
+	if (r < 0)
+		return r;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	ranges = calloc(MEMMAP_MAX_RANGES, sizeof(*ranges));
+	if (!ranges) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *ps = NULL, *pe = NULL, *pt = NULL;
+		_cleanup_free_ char *s = NULL, *e = NULL, *t = NULL;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (n >= MEMMAP_MAX_RANGES) {
+			r = -E2BIG;
+			break;
+		}
+		if (asprintf(&ps, "/sys/firmware/memmap/%s/start", de->d_name) < 0 ||
+		    asprintf(&pe, "/sys/firmware/memmap/%s/end", de->d_name) < 0 ||
+		    asprintf(&pt, "/sys/firmware/memmap/%s/type", de->d_name) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if ((r = read_one_line(root, ps, &s)) < 0 ||
+		    (r = read_one_line(root, pe, &e)) < 0 || (r = read_one_line(root, pt, &t)) < 0)
+			break;
+		if (parse_hex(s, &ranges[n].start) < 0 || parse_hex(e, &ranges[n].end) < 0 ||
+		    ranges[n].end < ranges[n].start) {
+			r = -EBADMSG;
+			break;
+		}
+		ranges[n].type = memmap_type(t);
+		n++;
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	if (n == 0)
+		return -EBADMSG;
+	qsort(ranges, n, sizeof(*ranges), cmp_range);
+	*ret = TAKE_PTR(ranges);
+	*ret_n = n;
+	return 0;
+}
+
+/* The crashkernel= reservation(s), from /proc/iomem ("  a-b : Crash kernel"). */
+static int read_crash_ranges(const char *root, struct mem_range *ret, size_t max, size_t *ret_n) {
+	_cleanup_free_ char *p = NULL, *data = NULL;
+	size_t size, n = 0;
+	char *line, *save = NULL;
+	int r;
+
+	r = path_prefix_root(root, "/proc/iomem", &p);
+	if (r < 0)
+		return r;
+	r = read_file_full(p, 1 << 20, &data, &size);
+	if (r < 0)
+		return r;
+	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long a, b;
+		char name[64];
+
+		if (sscanf(line, " %llx-%llx : %63[^\n]", &a, &b, name) != 3)
+			continue;
+		if (!streq(name, IOMEM_CRASH_KERNEL) || b <= a || n >= max)
+			continue;
+		ret[n++] = (struct mem_range){ .start = a, .end = b, .type = E820_TYPE_RAM };
+	}
+	*ret_n = n;
+	return 0;
+}
+
+/* --- placement ------------------------------------------------------------- */
+
+#define PLACER_MAX_BLOCKERS (MEMMAP_MAX_RANGES + 8)
+
+/* Free space: inside `ram` ranges, outside every blocker (non-RAM ranges, low
+ * memory, segments already placed). */
+struct placer {
+	const struct mem_range *ram;
+	size_t nr_ram;
+	struct mem_range blockers[PLACER_MAX_BLOCKERS];
+	size_t nr_blockers;
+};
+
+static void placer_block(struct placer *pl, uint64_t start, uint64_t end) {
+	if (pl->nr_blockers < PLACER_MAX_BLOCKERS)
+		pl->blockers[pl->nr_blockers++] = (struct mem_range){ start, end, 0 };
+}
+
+/* The blocker overlapping [a, a+size), or NULL. */
+static const struct mem_range *placer_conflict(const struct placer *pl, uint64_t a, uint64_t size) {
+	for (size_t i = 0; i < pl->nr_blockers; i++)
+		if (a <= pl->blockers[i].end && pl->blockers[i].start <= a + size - 1)
+			return &pl->blockers[i];
+	return NULL;
+}
+
+static bool placer_fits(const struct placer *pl, uint64_t a, uint64_t size, uint64_t lo,
+                        uint64_t hi) {
+	if (a < lo || a + size > hi || a + size < a)
+		return false;
+	for (size_t i = 0; i < pl->nr_ram; i++)
+		if (a >= pl->ram[i].start && a + size - 1 <= pl->ram[i].end)
+			return !placer_conflict(pl, a, size);
+	return false;
+}
+
+/* Lowest (or highest) aligned address where [a, a+size) lies in one RAM range,
+ * within [lo, hi), clear of every blocker. */
+static bool placer_find(const struct placer *pl, uint64_t size, uint64_t align, uint64_t lo,
+                        uint64_t hi, bool top_down, uint64_t *ret) {
+	bool found = false;
+	uint64_t best = 0;
+
+	for (size_t i = 0; i < pl->nr_ram; i++) {
+		uint64_t rs = MAX(pl->ram[i].start, lo);
+		uint64_t re = MIN(pl->ram[i].end + 1, hi); /* exclusive */
+
+		if (re <= rs || re - rs < size)
+			continue;
+		if (!top_down) {
+			uint64_t a = align_up(rs, align);
+			while (a + size <= re && a >= rs) {
+				const struct mem_range *c = placer_conflict(pl, a, size);
+				if (!c) {
+					if (!found || a < best)
+						best = a, found = true;
+					break;
+				}
+				a = align_up(c->end + 1, align);
+			}
+		} else {
+			uint64_t a = align_down(re - size, align);
+			while (a >= rs && a + size <= re) {
+				const struct mem_range *c = placer_conflict(pl, a, size);
+				if (!c) {
+					if (!found || a > best)
+						best = a, found = true;
+					break;
+				}
+				if (c->start < rs + size)
+					break;
+				a = align_down(c->start - size, align);
+			}
+		}
+	}
+	if (found)
+		*ret = best;
+	return found;
+}
+
+/* --- building -------------------------------------------------------------- */
+
+static int build_cmdline(const struct loader_options *o, const struct bzimage_info *bz, char **ret,
+                         size_t *ret_field_offset, LoaderError *ret_error) {
+	const char *user = o->cmdline ?: "";
+	_cleanup_free_ char *s = NULL;
+	int n;
+
+	if (string_has_cc(user) || strstr(user, PURGATORY_STAMPS_KEY)) {
+		*ret_error = LOADER_ERR_CMDLINE_INVALID;
+		return -EINVAL;
+	}
+	n = asprintf(&s, "%s%s%s%s%s", user, *user ? " " : "",
+	             o->panic ? PANIC_CMDLINE_MARK " " : "", PURGATORY_STAMPS_KEY,
+	             PURGATORY_STAMPS_TEMPLATE);
+	if (n < 0)
+		return -ENOMEM;
+	if ((size_t)n > bz->cmdline_size) {
+		*ret_error = LOADER_ERR_CMDLINE_TOO_LONG;
+		return -E2BIG;
+	}
+	*ret_field_offset = (size_t)n - PURGATORY_STAMPS_FIELD_LEN;
+	*ret = TAKE_PTR(s);
+	return 0;
+}
+
+/* The e820 table the new kernel sees: the firmware map, or for a panic image
+ * the first 640 KiB and the crash reservation as RAM plus every non-RAM range
+ * (ACPI tables, NVS, reserved) as it is. */
+static int fill_e820(uint8_t *zp, const struct mem_range *map, size_t n,
+                     const struct mem_range *crash, size_t nr_crash, bool panic) {
+	struct mem_range out[E820_MAX_ENTRIES_ZEROPAGE + 1];
+	size_t k = 0;
+
+	if (panic) {
+		out[k++] = (struct mem_range){ 0, LOW_RAM_CRASH_END - 1, E820_TYPE_RAM };
+		for (size_t i = 0; i < nr_crash && k <= E820_MAX_ENTRIES_ZEROPAGE; i++)
+			out[k++] = crash[i];
+	}
+	for (size_t i = 0; i < n && k <= E820_MAX_ENTRIES_ZEROPAGE; i++)
+		if (!panic || map[i].type != E820_TYPE_RAM)
+			out[k++] = map[i];
+	if (k > E820_MAX_ENTRIES_ZEROPAGE)
+		return -E2BIG;
+	qsort(out, k, sizeof(out[0]), cmp_range);
+
+	put_u8(zp, BP_E820_ENTRIES, (uint8_t)k);
+	for (size_t i = 0; i < k; i++) {
+		size_t off = BP_E820_TABLE + i * E820_ENTRY_SIZE;
+		put_u64(zp, off, out[i].start);
+		put_u64(zp, off + 8, out[i].end - out[i].start + 1);
+		put_u32(zp, off + 16, out[i].type);
+	}
+	return 0;
+}
+
+static void digest_segment(const struct loader_segment *s, struct purgatory_digest *d) {
+	static const uint8_t zeros[4096];
+	struct sha256_ctx ctx;
+
+	sha256_init(&ctx);
+	sha256_update(&ctx, s->buf, s->bufsz);
+	for (uint64_t left = s->memsz - s->bufsz; left > 0;) {
+		size_t k = MIN(left, (uint64_t)sizeof(zeros));
+		sha256_update(&ctx, zeros, k);
+		left -= k;
+	}
+	sha256_final(&ctx, d->sha256);
+	d->addr = s->mem;
+	d->size = s->memsz;
+}
+
+struct loader_image *loader_image_free(struct loader_image *img) {
+	if (!img)
+		return NULL;
+	free(img->kernel_file);
+	free(img->initrd);
+	free(img->params_seg);
+	free(img->purgatory_seg);
+	free(img);
+	return NULL;
+}
+
+static void loader_image_freep(struct loader_image **img) {
+	loader_image_free(*img);
+}
+
+#define FAIL(err, errno_value)              \
+	do {                                \
+		if (ret_error)              \
+			*ret_error = (err); \
+		return (errno_value);       \
+	} while (0)
+
+int loader_image_build(const struct loader_options *o, struct loader_image **ret_image,
+                       LoaderError *ret_error, BzImageError *ret_bzimage_error) {
+	_cleanup_(loader_image_freep) struct loader_image *img = NULL;
+	_cleanup_free_ struct mem_range *map = NULL;
+	_cleanup_free_ char *cmdline = NULL;
+	_cleanup_free_ struct placer *pl = NULL;
+	struct mem_range crash[8], ram[MEMMAP_MAX_RANGES];
+	size_t nr_map = 0, nr_crash = 0, nr_ram = 0, field_off = 0, cmdline_len;
+	LoaderError lerr = LOADER_OK;
+	struct purgatory_params *pp;
+	uint64_t kernel_memsz, addr;
+	BzImageError be;
+	uint8_t *zp;
+	int r;
+
+	if (!o || !ret_image || o->kernel_fd < 0)
+		return -EINVAL;
+	if (o->panic && o->mode != LOADER_MODE_VERIFIED)
+		FAIL(LOADER_ERR_PANIC_NOT_VERIFIED, -EINVAL);
+
+	img = calloc(1, sizeof(*img));
+	if (!img)
+		return -ENOMEM;
+	img->panic = o->panic;
+
+	/* 1. The kernel, validated; the initrd. */
+	r = read_fd_all(o->kernel_fd, BZIMAGE_MAX_SIZE, &img->kernel_file, &img->kernel_file_size);
+	if (r == -EFBIG) {
+		if (ret_bzimage_error)
+			*ret_bzimage_error = BZIMAGE_ERR_TOO_LARGE;
+		FAIL(LOADER_ERR_BZIMAGE, -EFBIG);
+	}
+	if (r < 0)
+		FAIL(LOADER_ERR_READ, r);
+	be = bzimage_parse(img->kernel_file, img->kernel_file_size, &img->bz);
+	if (ret_bzimage_error)
+		*ret_bzimage_error = be;
+	if (be != BZIMAGE_OK)
+		FAIL(LOADER_ERR_BZIMAGE, bzimage_error_to_errno(be));
+	if (o->initrd_fd >= 0) {
+		r = read_fd_all(o->initrd_fd, LOADER_INITRD_MAX_SIZE, &img->initrd,
+		                &img->initrd_size);
+		if (r < 0)
+			FAIL(LOADER_ERR_READ, r);
+	}
+
+	/* 2. The command line with the stamps placeholder. */
+	r = build_cmdline(o, &img->bz, &cmdline, &field_off, &lerr);
+	if (r < 0)
+		FAIL(lerr, r);
+	cmdline_len = strlen(cmdline);
+
+	/* 3. Where RAM is: the firmware map, or the crash reservation. */
+	r = read_memmap(o->root, &map, &nr_map);
+	if (r < 0)
+		FAIL(LOADER_ERR_MEMMAP, r == -ENOENT ? -ENOENT : -EBADMSG);
+	if (o->panic) {
+		r = read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
+		if (r < 0 && r != -ENOENT)
+			FAIL(LOADER_ERR_NO_CRASH_RESERVATION, r);
+		if (nr_crash == 0)
+			FAIL(LOADER_ERR_NO_CRASH_RESERVATION, -ENOENT);
+		memcpy(ram, crash, nr_crash * sizeof(crash[0]));
+		nr_ram = nr_crash;
+	} else {
+		for (size_t i = 0; i < nr_map; i++)
+			if (map[i].type == E820_TYPE_RAM)
+				ram[nr_ram++] = map[i];
+		/* Keep out of the crash reservation: a panic image lives there. An
+		 * unreadable /proc/iomem only means we cannot tell. */
+		(void)read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
+	}
+
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	pl->ram = ram;
+	pl->nr_ram = nr_ram;
+	placer_block(pl, 0, LOW_MEMORY_END - 1);
+	for (size_t i = 0; i < nr_map; i++)
+		if (map[i].type != E820_TYPE_RAM)
+			placer_block(pl, map[i].start, map[i].end);
+	if (!o->panic)
+		for (size_t i = 0; i < nr_crash; i++)
+			placer_block(pl, crash[i].start, crash[i].end);
+
+	/* 4. The kernel: pref_address when free, else the lowest aligned hole
+	 * (below 4 GiB first). It needs init_size bytes from its load address. */
+	kernel_memsz = align_up(MAX((uint64_t)img->bz.init_size, img->bz.kernel_size), PAGE_SIZE);
+	if (placer_fits(pl, img->bz.pref_address, kernel_memsz, LOW_MEMORY_END, UINT64_MAX))
+		addr = img->bz.pref_address;
+	else if (!placer_find(pl, kernel_memsz, img->bz.kernel_alignment, KERNEL_MIN_ADDR, FOUR_GIB,
+	                      false, &addr) &&
+	         !placer_find(pl, kernel_memsz, img->bz.kernel_alignment, LOW_MEMORY_END,
+	                      img->bz.can_load_above_4g ? UINT64_MAX : FOUR_GIB, false, &addr))
+		FAIL(LOADER_ERR_NO_ROOM_KERNEL, -ENOSPC);
+	img->segments[LOADER_SEG_KERNEL] = (struct loader_segment){
+		.buf = img->kernel_file + img->bz.kernel_offset,
+		.bufsz = img->bz.kernel_size,
+		.mem = addr,
+		.memsz = kernel_memsz,
+	};
+	placer_block(pl, addr, addr + kernel_memsz - 1);
+	img->entry = addr; /* until purgatory is placed */
+
+	/* 5. The initrd: as high as allowed, ending at or below initrd_addr_max. */
+	if (img->initrd_size > 0) {
+		uint64_t memsz = align_up(img->initrd_size, PAGE_SIZE);
+
+		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END,
+		                 (uint64_t)img->bz.initrd_addr_max + 1, true, &addr))
+			FAIL(LOADER_ERR_NO_ROOM_INITRD, -ENOSPC);
+		img->segments[LOADER_SEG_INITRD] = (struct loader_segment){
+			.buf = img->initrd, .bufsz = img->initrd_size, .mem = addr, .memsz = memsz
+		};
+		placer_block(pl, addr, addr + memsz - 1);
+	}
+
+	/* 6. boot_params (zero page) followed by the command line, below 4 GiB. */
+	img->params_seg_size = BOOT_PARAMS_SIZE + cmdline_len + 1;
+	img->params_seg = calloc(1, img->params_seg_size);
+	if (!img->params_seg)
+		return -ENOMEM;
+	{
+		uint64_t memsz = align_up(img->params_seg_size, PAGE_SIZE);
+
+		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END, FOUR_GIB, true, &addr))
+			FAIL(LOADER_ERR_NO_ROOM_PARAMS, -ENOSPC);
+		img->segments[LOADER_SEG_PARAMS] =
+		        (struct loader_segment){ .buf = img->params_seg,
+			                         .bufsz = img->params_seg_size,
+			                         .mem = addr,
+			                         .memsz = memsz };
+		placer_block(pl, addr, addr + memsz - 1);
+	}
+	zp = img->params_seg;
+	memcpy(zp + BP_SETUP_SECTS, img->kernel_file + BP_SETUP_SECTS,
+	       img->bz.header_end - BP_SETUP_SECTS);
+	put_u8(zp, BP_TYPE_OF_LOADER, TYPE_OF_LOADER_UNDEFINED);
+	put_u8(zp, BP_LOADFLAGS, LOADFLAG_LOADED_HIGH);
+	{
+		uint64_t cl = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE;
+		const struct loader_segment *rd = &img->segments[LOADER_SEG_INITRD];
+
+		put_u32(zp, BP_CMD_LINE_PTR, (uint32_t)cl);
+		put_u32(zp, BP_EXT_CMD_LINE_PTR, (uint32_t)(cl >> 32));
+		put_u32(zp, BP_RAMDISK_IMAGE, (uint32_t)rd->mem);
+		put_u32(zp, BP_EXT_RAMDISK_IMAGE, (uint32_t)(rd->mem >> 32));
+		put_u32(zp, BP_RAMDISK_SIZE, (uint32_t)rd->bufsz);
+		put_u32(zp, BP_EXT_RAMDISK_SIZE, (uint32_t)((uint64_t)rd->bufsz >> 32));
+	}
+	if (fill_e820(zp, map, nr_map, crash, nr_crash, o->panic) < 0)
+		FAIL(LOADER_ERR_TOO_MANY_E820, -E2BIG);
+	img->cmdline = (char *)zp + BOOT_PARAMS_SIZE;
+	memcpy(img->cmdline, cmdline, cmdline_len + 1);
+
+	/* 7. Purgatory with its parameters; entry is purgatory's first byte. */
+	img->purgatory_seg = calloc(1, align_up(purgatory_blob_size, PAGE_SIZE));
+	if (!img->purgatory_seg)
+		return -ENOMEM;
+	memcpy(img->purgatory_seg, purgatory_blob, purgatory_blob_size);
+	{
+		uint64_t memsz = align_up(purgatory_blob_size, PAGE_SIZE);
+
+		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END, FOUR_GIB, true, &addr))
+			FAIL(LOADER_ERR_NO_ROOM_PURGATORY, -ENOSPC);
+		img->segments[LOADER_SEG_PURGATORY] =
+		        (struct loader_segment){ .buf = img->purgatory_seg,
+			                         .bufsz = purgatory_blob_size,
+			                         .mem = addr,
+			                         .memsz = memsz };
+		placer_block(pl, addr, addr + memsz - 1);
+	}
+	img->entry = img->segments[LOADER_SEG_PURGATORY].mem;
+
+	pp = (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
+	*pp = (struct purgatory_params){
+		.magic = PURGATORY_ABI_MAGIC,
+		.abi_version = PURGATORY_ABI_VERSION,
+		.size = sizeof(*pp),
+		.entry_rip = img->segments[LOADER_SEG_KERNEL].mem + KERNEL_ENTRY64_OFFSET,
+		.entry_rsi = img->segments[LOADER_SEG_PARAMS].mem,
+		.mode = o->mode == LOADER_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED,
+		.flags = o->panic ? PURGATORY_FLAG_PANIC : 0,
+		.stamps_addr = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE + field_off,
+		.stamps_len = PURGATORY_STAMPS_FIELD_LEN,
+		.console_port = o->console_port,
+	};
+
+	/* 8. Digests of every segment but purgatory (which carries them), zero
+	 * padding to memsz included: what purgatory will hash. */
+	for (size_t i = 0; i < LOADER_SEG_PURGATORY; i++) {
+		if (img->segments[i].memsz == 0)
+			continue;
+		digest_segment(&img->segments[i], &pp->digests[pp->nr_digests++]);
+	}
+
+	img->nr_segments = _LOADER_SEG_MAX;
+	if (ret_error)
+		*ret_error = LOADER_OK;
+	*ret_image = TAKE_PTR(img);
+	return 0;
+}
+
+size_t loader_image_segments(const struct loader_image *img,
+                             const struct loader_segment **ret_segments) {
+	*ret_segments = img->segments;
+	return img->nr_segments;
+}
+
+uint64_t loader_image_entry(const struct loader_image *img) {
+	return img->entry;
+}
+
+const struct purgatory_params *loader_image_params(const struct loader_image *img) {
+	return (const struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
+}
+
+const char *loader_image_cmdline(const struct loader_image *img) {
+	return img->cmdline;
+}
+
+const struct bzimage_info *loader_image_bzimage(const struct loader_image *img) {
+	return &img->bz;
+}
+
+void loader_image_corrupt_digest_for_test(struct loader_image *img) {
+	struct purgatory_params *pp =
+	        (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
+
+	pp->digests[0].sha256[0] ^= 0x01;
+}
+
+/* --- the syscall ----------------------------------------------------------- */
+
+int loader_image_load(const struct loader_image *img) {
+	struct kexec_segment segs[_LOADER_SEG_MAX];
+	unsigned long flags = KEXEC_ARCH_X86_64 | (img->panic ? KEXEC_ON_CRASH : 0);
+	size_t n = 0;
+
+	for (size_t i = 0; i < img->nr_segments; i++) {
+		if (img->segments[i].memsz == 0)
+			continue;
+		segs[n++] = (struct kexec_segment){
+			.buf = img->segments[i].buf,
+			.bufsz = img->segments[i].bufsz,
+			.mem = (const void *)(uintptr_t)img->segments[i].mem,
+			.memsz = img->segments[i].memsz,
+		};
+	}
+	if (syscall(SYS_kexec_load, (unsigned long)img->entry, (unsigned long)n, segs, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+int loader_unload(bool panic) {
+	unsigned long flags = KEXEC_ARCH_X86_64 | (panic ? KEXEC_ON_CRASH : 0);
+
+	if (syscall(SYS_kexec_load, 0UL, 0UL, NULL, flags) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * upgraded's own kexec loader: x86_64 bzImage over the kexec_load syscall, with
+ * our purgatory between the kernels. A library for the daemon's kexec backend:
+ *
+ *   LoaderUnusable why;
+ *   if (loader_check_usable(root, &why) < 0 || why != LOADER_USABLE)
+ *           -> fall back to kexec_file_load, report loader_unusable_to_string(why)
+ *   loader_image_build(&opts, &img, &err);  -- stage: parse, place, hash (no syscall)
+ *   loader_image_load(img);                 -- kexec_load (ENOSYS on kernels without kexec)
+ *   loader_unload(panic);
+ *
+ * Every path the loader reads (/sys, /proc) is prefixed with opts.root, so the
+ * tests run it against a crafted tree. Errors are named (LoaderError) with a
+ * message, and map to -errno.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bzimage.h"
+#include "purgatory-abi.h"
+
+/* Why kexec_load cannot be used here; the backend then uses kexec_file_load. */
+typedef enum LoaderUnusable {
+	LOADER_USABLE,
+	LOADER_UNUSABLE_LOCKDOWN, /* lockdown integrity/confidentiality forbids kexec_load */
+	LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP, /* EFI boot without /sys/firmware/efi/runtime-map */
+	LOADER_UNUSABLE_EFI_UNSUPPORTED,    /* EFI boot: our loader does not pass EFI state yet */
+	LOADER_UNUSABLE_LOAD_DISABLED,      /* /proc/sys/kernel/kexec_load_disabled is 1 */
+	_LOADER_UNUSABLE_MAX,
+} LoaderUnusable;
+
+typedef enum LoaderError {
+	LOADER_OK,
+	LOADER_ERR_BZIMAGE,              /* the kernel image is invalid (see bzimage_error) */
+	LOADER_ERR_READ,                 /* kernel or initrd could not be read */
+	LOADER_ERR_MEMMAP,               /* /sys/firmware/memmap missing or malformed */
+	LOADER_ERR_TOO_MANY_E820,        /* more ranges than the zero page holds */
+	LOADER_ERR_CMDLINE_TOO_LONG,     /* longer than the kernel's cmdline_size */
+	LOADER_ERR_CMDLINE_INVALID,      /* control characters, or a stray stamps key */
+	LOADER_ERR_NO_ROOM_KERNEL,       /* no aligned RAM hole for the kernel */
+	LOADER_ERR_NO_ROOM_INITRD,       /* no RAM hole below initrd_addr_max */
+	LOADER_ERR_NO_ROOM_PARAMS,       /* no RAM hole below 4 GiB for boot_params */
+	LOADER_ERR_NO_ROOM_PURGATORY,    /* no RAM hole below 4 GiB for purgatory */
+	LOADER_ERR_NO_CRASH_RESERVATION, /* panic image without a crashkernel= reservation */
+	LOADER_ERR_PANIC_NOT_VERIFIED,   /* a panic image must be verified */
+	_LOADER_ERR_MAX,
+} LoaderError;
+
+typedef enum LoaderMode {
+	LOADER_MODE_VERIFIED,
+	LOADER_MODE_FAST,
+} LoaderMode;
+
+struct loader_options {
+	const char *root;    /* prefix for /sys and /proc; NULL or "/" for the host */
+	int kernel_fd;       /* bzImage, read from its current offset 0 (pread) */
+	int initrd_fd;       /* -1: no initrd */
+	const char *cmdline; /* the new kernel's command line, without the stamps key */
+	LoaderMode mode;
+	bool panic;            /* crash image: KEXEC_ON_CRASH, always verified */
+	uint16_t console_port; /* serial port for purgatory's mismatch line, 0: none */
+};
+
+struct loader_segment {
+	const void *buf; /* owned by the image */
+	size_t bufsz;
+	uint64_t mem;   /* physical address, page aligned */
+	uint64_t memsz; /* page aligned, >= bufsz; the rest is zero-filled */
+};
+
+enum {
+	LOADER_SEG_KERNEL,
+	LOADER_SEG_INITRD, /* absent (bufsz 0) without an initrd */
+	LOADER_SEG_PARAMS, /* boot_params page followed by the command line */
+	LOADER_SEG_PURGATORY,
+	_LOADER_SEG_MAX,
+};
+
+struct loader_image;
+
+const char *loader_unusable_to_string(LoaderUnusable u);
+const char *loader_error_to_string(LoaderError e);
+int loader_error_to_errno(LoaderError e);
+
+/*
+ * Decides whether kexec_load may be used on the host under root. Returns 0 with
+ * *ret_reason set (LOADER_USABLE or why not), or -errno when it cannot tell.
+ */
+int loader_check_usable(const char *root, LoaderUnusable *ret_reason);
+
+/*
+ * Stage: reads and validates the kernel (and initrd), reads the memory map,
+ * places every segment in RAM (inside the crash reservation for a panic image),
+ * builds boot_params and the command line with the stamps placeholder, records
+ * the SHA-256 of every segment into purgatory's parameters. No syscall.
+ * Returns 0, or -errno with *ret_error naming the cause (ret_error may be NULL;
+ * for LOADER_ERR_BZIMAGE, loader_image_bzimage_error() is not available, so the
+ * bzimage error is in *ret_bzimage_error when non-NULL).
+ */
+int loader_image_build(const struct loader_options *opts, struct loader_image **ret_image,
+                       LoaderError *ret_error, BzImageError *ret_bzimage_error);
+
+struct loader_image *loader_image_free(struct loader_image *img);
+
+/* The segments as they will be passed to kexec_load (tests, diagnostics). */
+size_t loader_image_segments(const struct loader_image *img,
+                             const struct loader_segment **ret_segments);
+uint64_t loader_image_entry(const struct loader_image *img);
+const struct purgatory_params *loader_image_params(const struct loader_image *img);
+const char *loader_image_cmdline(const struct loader_image *img);
+const struct bzimage_info *loader_image_bzimage(const struct loader_image *img);
+
+/* kexec_load(entry, segments, KEXEC_ARCH_X86_64 [| KEXEC_ON_CRASH]). -ENOSYS
+ * when the running kernel has no kexec, -EPERM without CAP_SYS_BOOT or under
+ * lockdown. */
+int loader_image_load(const struct loader_image *img);
+
+/* Unloads the normal (or crash) image: kexec_load with no segments. */
+int loader_unload(bool panic);
+
+/* Tests only (the lab's corruption test): flips one bit of the kernel
+ * segment's recorded digest, so a verified handoff must refuse and reset. */
+void loader_image_corrupt_digest_for_test(struct loader_image *img);
+
+/* Whether a normal (or crash) image is loaded, from /sys/kernel/kexec_*loaded. */
+int loader_is_loaded(const char *root, bool panic);

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * Purgatory's hardware hooks on x86_64, and the few libc symbols the compiler
+ * may emit calls to in freestanding code.
+ */
+
+#include <stddef.h>
+
+#include "purgatory.h"
+
+#define KBD_CONTROLLER_CMD  0x64
+#define KBD_CMD_PULSE_RESET 0xfe
+#define PCI_RESET_CONTROL   0xcf9
+#define PCI_RESET_HARD_CPU  0x06
+
+/* Contract and params live in the blob at PURGATORY_PARAMS_OFFSET (see the
+ * linker script); the loader fills them in. */
+struct purgatory_params purgatory_params __attribute__((section(".params"), used));
+
+/* Purgatory's stack; in .data (-fno-zero-initialized-in-bss) so the blob has it. */
+unsigned char purgatory_stack[16384] __attribute__((aligned(16), used));
+
+uint64_t purgatory_arch_rdtsc(void) {
+	uint32_t lo, hi;
+
+	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+void purgatory_arch_outb(uint16_t port, uint8_t value) {
+	__asm__ volatile("outb %0, %1" : : "a"(value), "Nd"(port));
+}
+
+uint8_t purgatory_arch_inb(uint16_t port) {
+	uint8_t v;
+
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+/* Keyboard controller reset, then the PCI reset register, then a triple fault
+ * (an empty IDT and an exception), which resets every x86 machine. */
+void purgatory_arch_reset(void) {
+	static const struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) empty_idt = { 0, 0 };
+
+	for (;;) {
+		purgatory_arch_outb(KBD_CONTROLLER_CMD, KBD_CMD_PULSE_RESET);
+		for (volatile unsigned i = 0; i < 100000; i++)
+			;
+		purgatory_arch_outb(PCI_RESET_CONTROL, PCI_RESET_HARD_CPU);
+		for (volatile unsigned i = 0; i < 100000; i++)
+			;
+		__asm__ volatile("lidt %0; int3" : : "m"(empty_idt));
+	}
+}
+
+void purgatory_entry_c(void);
+void purgatory_entry_c(void) {
+	purgatory_main(&purgatory_params);
+}
+
+void *memcpy(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+
+void *memcpy(void *dst, const void *src, size_t n) {
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	while (n--)
+		*d++ = *s++;
+	return dst;
+}
+
+void *memmove(void *dst, const void *src, size_t n) {
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	if (d < s)
+		while (n--)
+			*d++ = *s++;
+	else
+		while (n--)
+			d[n] = s[n];
+	return dst;
+}
+
+void *memset(void *dst, int c, size_t n) {
+	unsigned char *d = dst;
+
+	while (n--)
+		*d++ = (unsigned char)c;
+	return dst;
+}
+
+int memcmp(const void *a, const void *b, size_t n) {
+	const unsigned char *x = a, *y = b;
+
+	for (; n; n--, x++, y++)
+		if (*x != *y)
+			return *x - *y;
+	return 0;
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The contract between the loader and purgatory: ONE struct, filled in by the
+ * loader at stage time inside the purgatory segment (at PURGATORY_PARAMS_OFFSET
+ * from the start of the blob) and read by purgatory between the kernels.
+ * Fixed-width types and explicit padding only, so both sides (and any future
+ * 32-bit tool reading a dump) agree byte for byte; the asserts below pin it.
+ *
+ * Bump PURGATORY_ABI_VERSION on any change: purgatory refuses (resets) when the
+ * magic or version differ, rather than boot with a misread contract.
+ */
+
+/* The blob starts with a jump over the parameters (entry at offset 0). */
+#define PURGATORY_PARAMS_OFFSET 0x40
+
+/* entry.S reads the entry registers at these offsets (asserted below). */
+#define PURGATORY_PARAMS_ENTRY_RIP 16
+#define PURGATORY_PARAMS_ENTRY_RSI 24
+
+#ifndef __ASSEMBLER__
+#include <stddef.h>
+#include <stdint.h>
+
+#define PURGATORY_ABI_MAGIC   UINT64_C(0x3147525055504755) /* "UGPUPRG1" little-endian */
+#define PURGATORY_ABI_VERSION 1
+
+/* kernel, initrd, boot_params, cmdline, and room to spare. */
+#define PURGATORY_MAX_DIGESTS 16
+
+/* Verified: hash every listed segment before jumping. Fast: do not. */
+#define PURGATORY_MODE_FAST     0
+#define PURGATORY_MODE_VERIFIED 1
+
+/* A crash (panic) image: the loader always sets PURGATORY_MODE_VERIFIED too,
+ * and purgatory refuses to run a panic image in fast mode. */
+#define PURGATORY_FLAG_PANIC (UINT32_C(1) << 0)
+
+/* The port of the serial console for the mismatch message; 0: none. */
+#define PURGATORY_CONSOLE_COM1 0x3f8
+
+/*
+ * The cross-kexec stamps. The loader puts
+ *   upgraded.stamps=<PURGATORY_STAMPS_FIELD_LEN characters of template>
+ * in the new kernel's command line and records where the field starts;
+ * purgatory overwrites the field (never the key, never beyond it) with
+ *   EEEEEEEEEEEEEEEE,VVVVVVVVVVVVVVVV,JJJJJJJJJJJJJJJJ,M,I
+ * TSC at entry, after verification, just before the jump (16 hex digits each),
+ * the mode ('v' verified, 'f' fast, 'p' panic) and the SHA-256 implementation
+ * ('s' SHA-NI, 'a' AVX2, 'g' generic, '-' none in fast mode).
+ */
+#define PURGATORY_STAMPS_KEY       "upgraded.stamps="
+#define PURGATORY_STAMPS_FIELD_LEN 54
+#define PURGATORY_STAMPS_TEMPLATE  "0000000000000000,0000000000000000,0000000000000000,-,-"
+
+struct purgatory_digest {
+	uint64_t addr; /* physical address of the segment */
+	uint64_t size; /* bytes hashed: the segment's memsz, zero padding included */
+	uint8_t sha256[32];
+};
+
+struct purgatory_stamps {
+	uint64_t tsc_entry;    /* first instruction of purgatory's C code */
+	uint64_t tsc_verified; /* after the digests were checked (== entry in fast mode) */
+	uint64_t tsc_jump;     /* just before the jump to the kernel */
+};
+
+struct purgatory_params {
+	uint64_t magic;       /* PURGATORY_ABI_MAGIC */
+	uint32_t abi_version; /* PURGATORY_ABI_VERSION */
+	uint32_t size;        /* sizeof(struct purgatory_params) */
+
+	/* Entry state for the new kernel's 64-bit entry point. */
+	uint64_t entry_rip; /* kernel load address + 0x200 */
+	uint64_t entry_rsi; /* physical address of boot_params (the zero page) */
+
+	uint32_t mode;  /* PURGATORY_MODE_* */
+	uint32_t flags; /* PURGATORY_FLAG_* */
+
+	/* Where the stamps field (after PURGATORY_STAMPS_KEY) sits in the cmdline
+	 * segment; 0 when the command line carries no placeholder. */
+	uint64_t stamps_addr;
+	uint32_t stamps_len; /* PURGATORY_STAMPS_FIELD_LEN */
+
+	uint16_t console_port; /* 0: no serial console */
+	uint16_t nr_digests;
+
+	/* Written by purgatory as it runs (also readable from a crash dump). */
+	struct purgatory_stamps stamps;
+	uint32_t sha256_impl; /* Sha256Impl purgatory picked */
+	/* 0: the implementation measured fastest at run time; otherwise
+	 * Sha256Impl + 1, used when the CPU supports it (tests, diagnostics). */
+	uint32_t sha256_impl_request;
+
+	struct purgatory_digest digests[PURGATORY_MAX_DIGESTS];
+};
+
+_Static_assert(sizeof(struct purgatory_digest) == 48, "purgatory_digest layout");
+_Static_assert(sizeof(struct purgatory_stamps) == 24, "purgatory_stamps layout");
+_Static_assert(offsetof(struct purgatory_params, entry_rip) == 16, "entry_rip offset");
+_Static_assert(offsetof(struct purgatory_params, entry_rsi) == 24, "entry_rsi offset");
+_Static_assert(offsetof(struct purgatory_params, mode) == 32, "mode offset");
+_Static_assert(offsetof(struct purgatory_params, stamps_addr) == 40, "stamps_addr offset");
+_Static_assert(offsetof(struct purgatory_params, console_port) == 52, "console_port offset");
+_Static_assert(offsetof(struct purgatory_params, stamps) == 56, "stamps offset");
+_Static_assert(offsetof(struct purgatory_params, sha256_impl) == 80, "sha256_impl offset");
+_Static_assert(offsetof(struct purgatory_params, sha256_impl_request) == 84,
+               "sha256_impl_request offset");
+_Static_assert(offsetof(struct purgatory_params, digests) == 88, "digests offset");
+_Static_assert(sizeof(struct purgatory_params) == 88 + 48 * PURGATORY_MAX_DIGESTS,
+               "purgatory_params size");
+_Static_assert(sizeof(PURGATORY_STAMPS_TEMPLATE) - 1 == PURGATORY_STAMPS_FIELD_LEN,
+               "stamps template length");
+_Static_assert(offsetof(struct purgatory_params, entry_rip) == PURGATORY_PARAMS_ENTRY_RIP,
+               "entry.S offset of entry_rip");
+_Static_assert(offsetof(struct purgatory_params, entry_rsi) == PURGATORY_PARAMS_ENTRY_RSI,
+               "entry.S offset of entry_rsi");
+#endif /* __ASSEMBLER__ */

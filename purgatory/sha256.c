@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * SHA-256 per FIPS 180-4, with three block functions selected at run time.
+ * Freestanding: no libc calls, no global state, no data that holds pointers
+ * (purgatory runs without relocation processing). The SIMD block functions are
+ * compiled with per-function target attributes, so the rest of the file builds
+ * with -mgeneral-regs-only for purgatory.
+ */
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include "sha256.h"
+
+/* FIPS 180-4 section 4.2.2: first 32 bits of the fractional parts of the cube
+ * roots of the first 64 primes. */
+static const uint32_t sha256_k[64] __attribute__((aligned(32))) = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+	0xc67178f2,
+};
+
+/* FIPS 180-4 section 5.3.3: initial hash value. */
+static const uint32_t sha256_h0[8] = {
+	0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+	0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+};
+
+static inline uint32_t ror32(uint32_t x, unsigned n) {
+	return (x >> n) | (x << (32 - n));
+}
+
+static inline uint32_t load_be32(const uint8_t *p) {
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void store_be32(uint8_t *p, uint32_t v) {
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+#define CH(x, y, z) ((((y) ^ (z)) & (x)) ^ (z))
+#define BSIG0(x)    (ror32((x), 2) ^ ror32((x), 13) ^ ror32((x), 22))
+#define BSIG1(x)    (ror32((x), 6) ^ ror32((x), 11) ^ ror32((x), 25))
+#define SSIG0(x)    (ror32((x), 7) ^ ror32((x), 18) ^ ((x) >> 3))
+#define SSIG1(x)    (ror32((x), 17) ^ ror32((x), 19) ^ ((x) >> 10))
+
+/*
+ * One round with the working variables renamed instead of shifted. wk is
+ * W[t] + K[t]. Maj(a,b,c) = b ^ ((a ^ b) & (b ^ c)), and this round's b ^ c is
+ * the previous round's a ^ b, carried in `bc`: two operations instead of five.
+ */
+#define ROUND(a, b, c, d, e, f, g, h, wk)                                \
+	do {                                                             \
+		uint32_t t1 = (h) + BSIG1(e) + CH((e), (f), (g)) + (wk); \
+		uint32_t ab = (a) ^ (b);                                 \
+		uint32_t t2 = BSIG0(a) + ((b) ^ (ab & bc));              \
+		bc = ab;                                                 \
+		(d) += t1;                                               \
+		(h) = t1 + t2;                                           \
+	} while (0)
+
+/* 64 rounds over a precomputed W[t] + K[t] (the AVX2 schedule feeds this). */
+static inline __attribute__((always_inline)) void sha256_rounds_wk(uint32_t state[8],
+                                                                   const uint32_t wk[64]) {
+	uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+	uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+	uint32_t bc = b ^ c;
+
+	for (unsigned t = 0; t < 64; t += 8) {
+		ROUND(a, b, c, d, e, f, g, h, wk[t + 0]);
+		ROUND(h, a, b, c, d, e, f, g, wk[t + 1]);
+		ROUND(g, h, a, b, c, d, e, f, wk[t + 2]);
+		ROUND(f, g, h, a, b, c, d, e, wk[t + 3]);
+		ROUND(e, f, g, h, a, b, c, d, wk[t + 4]);
+		ROUND(d, e, f, g, h, a, b, c, wk[t + 5]);
+		ROUND(c, d, e, f, g, h, a, b, wk[t + 6]);
+		ROUND(b, c, d, e, f, g, h, a, wk[t + 7]);
+	}
+
+	state[0] += a;
+	state[1] += b;
+	state[2] += c;
+	state[3] += d;
+	state[4] += e;
+	state[5] += f;
+	state[6] += g;
+	state[7] += h;
+}
+
+/* Portable block function: the message schedule lives in a 16-word ring. */
+static void sha256_blocks_generic(uint32_t state[8], const uint8_t *data, size_t nblocks) {
+	for (; nblocks > 0; nblocks--, data += SHA256_BLOCK_SIZE) {
+		uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+		uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+		uint32_t bc = b ^ c;
+		uint32_t w[16];
+
+		for (unsigned i = 0; i < 16; i++)
+			w[i] = load_be32(data + 4 * i);
+
+		for (unsigned t = 0; t < 64; t += 8) {
+			if (t >= 16)
+				for (unsigned i = 0; i < 8; i++) {
+					unsigned j = t + i;
+					w[j & 15] += SSIG1(w[(j - 2) & 15]) + w[(j - 7) & 15] +
+					             SSIG0(w[(j - 15) & 15]);
+				}
+			ROUND(a, b, c, d, e, f, g, h, w[(t + 0) & 15] + sha256_k[t + 0]);
+			ROUND(h, a, b, c, d, e, f, g, w[(t + 1) & 15] + sha256_k[t + 1]);
+			ROUND(g, h, a, b, c, d, e, f, w[(t + 2) & 15] + sha256_k[t + 2]);
+			ROUND(f, g, h, a, b, c, d, e, w[(t + 3) & 15] + sha256_k[t + 3]);
+			ROUND(e, f, g, h, a, b, c, d, w[(t + 4) & 15] + sha256_k[t + 4]);
+			ROUND(d, e, f, g, h, a, b, c, w[(t + 5) & 15] + sha256_k[t + 5]);
+			ROUND(c, d, e, f, g, h, a, b, w[(t + 6) & 15] + sha256_k[t + 6]);
+			ROUND(b, c, d, e, f, g, h, a, w[(t + 7) & 15] + sha256_k[t + 7]);
+		}
+
+		state[0] += a;
+		state[1] += b;
+		state[2] += c;
+		state[3] += d;
+		state[4] += e;
+		state[5] += f;
+		state[6] += g;
+		state[7] += h;
+	}
+}
+
+/*
+ * AVX2: the message schedule of two consecutive blocks is computed together,
+ * one block per 128-bit lane of a ymm register (lane-wise instructions only),
+ * and stored as W[t] + K[t]; the rounds then run in general registers, where
+ * BMI2 gives three-operand rotates. AVX2 has no 32-bit vector rotate, so each
+ * rotate is two shifts and an or.
+ */
+#define AVX2_TARGET __attribute__((target("avx2,bmi2")))
+
+AVX2_TARGET static inline __m256i avx2_ror(__m256i x, int n) {
+	return _mm256_or_si256(_mm256_srli_epi32(x, n), _mm256_slli_epi32(x, 32 - n));
+}
+
+AVX2_TARGET static inline __m256i avx2_ssig0(__m256i x) {
+	return _mm256_xor_si256(_mm256_xor_si256(avx2_ror(x, 7), avx2_ror(x, 18)),
+	                        _mm256_srli_epi32(x, 3));
+}
+
+AVX2_TARGET static inline __m256i avx2_ssig1(__m256i x) {
+	return _mm256_xor_si256(_mm256_xor_si256(avx2_ror(x, 17), avx2_ror(x, 19)),
+	                        _mm256_srli_epi32(x, 10));
+}
+
+/* Schedules blocks p0 and p1 (p1 may equal p0 when there is a single block left)
+ * into wk0 and wk1. */
+AVX2_TARGET static void sha256_schedule2_avx2(const uint8_t *p0, const uint8_t *p1,
+                                              uint32_t wk0[64], uint32_t wk1[64]) {
+	const __m256i bswap = _mm256_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3,
+	                                      12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
+	/* Lanes 0,1 (low half) and lanes 2,3 (high half) of each 128-bit lane. */
+	const __m256i lo_mask = _mm256_set_epi32(0, 0, -1, -1, 0, 0, -1, -1);
+	const __m256i hi_mask = _mm256_set_epi32(-1, -1, 0, 0, -1, -1, 0, 0);
+	__m256i x[4];
+
+	for (unsigned j = 0; j < 4; j++) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(p0 + 16 * j));
+		__m128i b = _mm_loadu_si128((const __m128i *)(p1 + 16 * j));
+		x[j] = _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1),
+		                           bswap);
+	}
+
+	for (unsigned j = 0; j < 16; j++) {
+		__m256i k = _mm256_broadcastsi128_si256(
+		        _mm_load_si128((const __m128i *)(sha256_k + 4 * j)));
+		__m256i cur;
+
+		if (j < 4)
+			cur = x[j];
+		else {
+			/* x[j&3] holds W[4j-16..4j-13]; its neighbours give the taps. */
+			__m256i w16 = x[j & 3];
+			__m256i w15 = _mm256_alignr_epi8(x[(j + 1) & 3], x[j & 3], 4);
+			__m256i w7 = _mm256_alignr_epi8(x[(j + 3) & 3], x[(j + 2) & 3], 4);
+			__m256i w2 = x[(j + 3) & 3];
+			__m256i t = _mm256_add_epi32(_mm256_add_epi32(w16, avx2_ssig0(w15)), w7);
+
+			/* W[4j], W[4j+1] need W[4j-2], W[4j-1]: the high words of w2. */
+			t = _mm256_add_epi32(
+			        t, _mm256_and_si256(avx2_ssig1(_mm256_shuffle_epi32(w2, 0xEE)),
+			                            lo_mask));
+			/* W[4j+2], W[4j+3] need the two words just computed. */
+			t = _mm256_add_epi32(
+			        t, _mm256_and_si256(avx2_ssig1(_mm256_shuffle_epi32(t, 0x44)),
+			                            hi_mask));
+			x[j & 3] = t;
+			cur = t;
+		}
+
+		__m256i s = _mm256_add_epi32(cur, k);
+		_mm_store_si128((__m128i *)(wk0 + 4 * j), _mm256_castsi256_si128(s));
+		_mm_store_si128((__m128i *)(wk1 + 4 * j), _mm256_extracti128_si256(s, 1));
+	}
+}
+
+AVX2_TARGET static void sha256_rounds_avx2(uint32_t state[8], const uint32_t wk[64]) {
+	sha256_rounds_wk(state, wk);
+}
+
+AVX2_TARGET static void sha256_blocks_avx2(uint32_t state[8], const uint8_t *data, size_t nblocks) {
+	uint32_t wk0[64] __attribute__((aligned(32)));
+	uint32_t wk1[64] __attribute__((aligned(32)));
+
+	for (; nblocks >= 2; nblocks -= 2, data += 2 * SHA256_BLOCK_SIZE) {
+		sha256_schedule2_avx2(data, data + SHA256_BLOCK_SIZE, wk0, wk1);
+		sha256_rounds_avx2(state, wk0);
+		sha256_rounds_avx2(state, wk1);
+	}
+	if (nblocks > 0) {
+		sha256_schedule2_avx2(data, data, wk0, wk1);
+		sha256_rounds_avx2(state, wk0);
+	}
+	/* Leave no upper ymm state behind (avoids SSE/AVX transition stalls). */
+	_mm256_zeroupper();
+}
+
+/*
+ * SHA-NI: the state lives in two xmm registers as ABEF and CDGH, the order
+ * sha256rnds2 expects. Each group of four rounds feeds W+K through two
+ * sha256rnds2, while sha256msg1/msg2 extend the schedule a few groups ahead.
+ */
+#define SHANI_TARGET __attribute__((target("sha,sse4.1")))
+
+/* Group g of four rounds on message words m = W[4g..4g+3]; n is the slot of
+ * W[4g+4..] being finished, p the slot whose msg1 part starts here. */
+#define SHANI_GROUP(g, m, n, p)                                                                    \
+	do {                                                                                       \
+		__m128i wk =                                                                       \
+		        _mm_add_epi32((m), _mm_load_si128((const __m128i *)(sha256_k + 4 * (g)))); \
+		st1 = _mm_sha256rnds2_epu32(st1, st0, wk);                                         \
+		if ((g) >= 3 && (g) <= 14) {                                                       \
+			(n) = _mm_add_epi32((n), _mm_alignr_epi8((m), (p), 4));                    \
+			(n) = _mm_sha256msg2_epu32((n), (m));                                      \
+		}                                                                                  \
+		wk = _mm_shuffle_epi32(wk, 0x0E);                                                  \
+		st0 = _mm_sha256rnds2_epu32(st0, st1, wk);                                         \
+		if ((g) >= 1 && (g) <= 12)                                                         \
+			(p) = _mm_sha256msg1_epu32((p), (m));                                      \
+	} while (0)
+
+SHANI_TARGET static void sha256_blocks_shani(uint32_t state[8], const uint8_t *data,
+                                             size_t nblocks) {
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+	__m128i dcba = _mm_loadu_si128((const __m128i *)&state[0]);
+	__m128i hgfe = _mm_loadu_si128((const __m128i *)&state[4]);
+	__m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+	__m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+	__m128i st0 = _mm_alignr_epi8(cdab, efgh, 8);    /* ABEF */
+	__m128i st1 = _mm_blend_epi16(efgh, cdab, 0xF0); /* CDGH */
+
+	for (; nblocks > 0; nblocks--, data += SHA256_BLOCK_SIZE) {
+		__m128i save0 = st0, save1 = st1;
+		__m128i m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 0)), bswap);
+		__m128i m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16)), bswap);
+		__m128i m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 32)), bswap);
+		__m128i m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 48)), bswap);
+
+		/* Slots rotate: group g uses slot g%4, finishes slot (g+1)%4 and
+		 * starts msg1 in slot (g+3)%4. */
+		SHANI_GROUP(0, m0, m1, m3);
+		SHANI_GROUP(1, m1, m2, m0);
+		SHANI_GROUP(2, m2, m3, m1);
+		SHANI_GROUP(3, m3, m0, m2);
+		SHANI_GROUP(4, m0, m1, m3);
+		SHANI_GROUP(5, m1, m2, m0);
+		SHANI_GROUP(6, m2, m3, m1);
+		SHANI_GROUP(7, m3, m0, m2);
+		SHANI_GROUP(8, m0, m1, m3);
+		SHANI_GROUP(9, m1, m2, m0);
+		SHANI_GROUP(10, m2, m3, m1);
+		SHANI_GROUP(11, m3, m0, m2);
+		SHANI_GROUP(12, m0, m1, m3);
+		SHANI_GROUP(13, m1, m2, m0);
+		SHANI_GROUP(14, m2, m3, m1);
+		SHANI_GROUP(15, m3, m0, m2);
+
+		st0 = _mm_add_epi32(st0, save0);
+		st1 = _mm_add_epi32(st1, save1);
+	}
+
+	__m128i feba = _mm_shuffle_epi32(st0, 0x1B);
+	__m128i dchg = _mm_shuffle_epi32(st1, 0xB1);
+	_mm_storeu_si128((__m128i *)&state[0], _mm_blend_epi16(feba, dchg, 0xF0));
+	_mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+/* XCR0 bits 1 (SSE) and 2 (AVX): the OS saves ymm state, so AVX may be used. */
+static bool cpu_ymm_enabled(void) {
+	unsigned a, b, c, d;
+	uint32_t lo, hi;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
+		return false;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return (lo & 0x6) == 0x6;
+}
+
+bool sha256_impl_supported(Sha256Impl impl) {
+	unsigned a, b, c, d;
+
+	switch (impl) {
+	case SHA256_IMPL_GENERIC:
+		return true;
+	case SHA256_IMPL_AVX2:
+		if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+			return false;
+		return (b & bit_AVX2) && (b & bit_BMI2) && cpu_ymm_enabled();
+	case SHA256_IMPL_SHANI:
+		if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3))
+			return false;
+		if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+			return false;
+		return b & bit_SHA;
+	default:
+		return false;
+	}
+}
+
+Sha256Impl sha256_impl_best(void) {
+	if (sha256_impl_supported(SHA256_IMPL_SHANI))
+		return SHA256_IMPL_SHANI;
+	if (sha256_impl_supported(SHA256_IMPL_AVX2))
+		return SHA256_IMPL_AVX2;
+	return SHA256_IMPL_GENERIC;
+}
+
+static inline uint64_t tsc_read(void) {
+	uint32_t lo, hi;
+
+	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+Sha256Impl sha256_impl_calibrate(void) {
+	/* 4 KiB of input (64 blocks, even: the AVX2 pair path), best of 3 runs. */
+	uint8_t buf[4096];
+	Sha256Impl fastest = SHA256_IMPL_GENERIC;
+	uint64_t fastest_ticks = UINT64_MAX;
+
+	for (unsigned i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)i;
+	for (int impl = 0; impl < _SHA256_IMPL_MAX; impl++) {
+		uint64_t best = UINT64_MAX;
+
+		if (!sha256_impl_supported(impl))
+			continue;
+		for (int run = 0; run < 3; run++) {
+			struct sha256_ctx ctx;
+			uint64_t t0, t;
+
+			/* Time the blocks only: init runs CPUID, which traps
+			 * (tens of microseconds) in a virtual machine. */
+			sha256_init_impl(&ctx, impl);
+			t0 = tsc_read();
+			sha256_update(&ctx, buf, sizeof(buf));
+			t = tsc_read() - t0;
+			if (t < best)
+				best = t;
+		}
+		if (best < fastest_ticks) {
+			fastest_ticks = best;
+			fastest = impl;
+		}
+	}
+	return fastest;
+}
+
+static bool str_equal(const char *a, const char *b) {
+	for (; *a && *a == *b; a++, b++)
+		;
+	return *a == *b;
+}
+
+const char *sha256_impl_to_string(Sha256Impl impl) {
+	switch (impl) {
+	case SHA256_IMPL_GENERIC:
+		return "generic";
+	case SHA256_IMPL_AVX2:
+		return "avx2";
+	case SHA256_IMPL_SHANI:
+		return "sha-ni";
+	default:
+		return NULL;
+	}
+}
+
+Sha256Impl sha256_impl_from_string(const char *s) {
+	if (!s)
+		return _SHA256_IMPL_INVALID;
+	for (int i = 0; i < _SHA256_IMPL_MAX; i++)
+		if (str_equal(s, sha256_impl_to_string(i)))
+			return i;
+	return _SHA256_IMPL_INVALID;
+}
+
+/* A switch, not a function pointer: no relocations for purgatory. */
+static void sha256_blocks(const struct sha256_ctx *ctx, uint32_t state[8], const uint8_t *data,
+                          size_t nblocks) {
+	switch (ctx->impl) {
+	case SHA256_IMPL_SHANI:
+		sha256_blocks_shani(state, data, nblocks);
+		break;
+	case SHA256_IMPL_AVX2:
+		sha256_blocks_avx2(state, data, nblocks);
+		break;
+	default:
+		sha256_blocks_generic(state, data, nblocks);
+		break;
+	}
+}
+
+void sha256_init_impl(struct sha256_ctx *ctx, Sha256Impl impl) {
+	for (unsigned i = 0; i < 8; i++)
+		ctx->state[i] = sha256_h0[i];
+	ctx->length = 0;
+	ctx->buffered = 0;
+	ctx->impl = sha256_impl_supported(impl) ? impl : SHA256_IMPL_GENERIC;
+}
+
+void sha256_init(struct sha256_ctx *ctx) {
+	sha256_init_impl(ctx, sha256_impl_best());
+}
+
+void sha256_update(struct sha256_ctx *ctx, const void *data, size_t size) {
+	const uint8_t *p = data;
+
+	ctx->length += size;
+
+	if (ctx->buffered > 0) {
+		while (size > 0 && ctx->buffered < SHA256_BLOCK_SIZE) {
+			ctx->buffer[ctx->buffered++] = *p++;
+			size--;
+		}
+		if (ctx->buffered < SHA256_BLOCK_SIZE)
+			return;
+		sha256_blocks(ctx, ctx->state, ctx->buffer, 1);
+		ctx->buffered = 0;
+	}
+
+	if (size >= SHA256_BLOCK_SIZE) {
+		size_t n = size / SHA256_BLOCK_SIZE;
+
+		sha256_blocks(ctx, ctx->state, p, n);
+		p += n * SHA256_BLOCK_SIZE;
+		size -= n * SHA256_BLOCK_SIZE;
+	}
+
+	while (size > 0) {
+		ctx->buffer[ctx->buffered++] = *p++;
+		size--;
+	}
+}
+
+void sha256_final(struct sha256_ctx *ctx, uint8_t ret_digest[static SHA256_DIGEST_SIZE]) {
+	uint64_t bits = ctx->length * 8;
+	unsigned i = ctx->buffered;
+
+	/* FIPS 180-4 section 5.1.1: a one bit, zeros, then the 64-bit length. */
+	ctx->buffer[i++] = 0x80;
+	if (i > SHA256_BLOCK_SIZE - 8) {
+		while (i < SHA256_BLOCK_SIZE)
+			ctx->buffer[i++] = 0;
+		sha256_blocks(ctx, ctx->state, ctx->buffer, 1);
+		i = 0;
+	}
+	while (i < SHA256_BLOCK_SIZE - 8)
+		ctx->buffer[i++] = 0;
+	for (unsigned j = 0; j < 8; j++)
+		ctx->buffer[SHA256_BLOCK_SIZE - 1 - j] = bits >> (8 * j);
+	sha256_blocks(ctx, ctx->state, ctx->buffer, 1);
+
+	for (unsigned j = 0; j < 8; j++)
+		store_be32(ret_digest + 4 * j, ctx->state[j]);
+}
+
+void sha256_digest_impl(Sha256Impl impl, const void *data, size_t size,
+                        uint8_t ret_digest[static SHA256_DIGEST_SIZE]) {
+	struct sha256_ctx ctx;
+
+	sha256_init_impl(&ctx, impl);
+	sha256_update(&ctx, data, size);
+	sha256_final(&ctx, ret_digest);
+}
+
+void sha256_digest(const void *data, size_t size, uint8_t ret_digest[static SHA256_DIGEST_SIZE]) {
+	sha256_digest_impl(sha256_impl_best(), data, size, ret_digest);
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * Purgatory's logic (purgatory.c, the same source the blob is built from)
+ * against fake hardware: a TSC that ticks, a serial port that records what is
+ * written to it, and a reset that jumps back into the test. Proves the
+ * verified, fast and panic paths, the mismatch path (message, reset, no
+ * stamps) and the stamps written into the command line placeholder.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "macros.h"
+#include "purgatory.h"
+#include "sha256.h"
+
+static uint64_t fake_tsc;
+static char console[4096];
+static size_t console_len;
+static jmp_buf reset_jmp;
+static unsigned resets;
+
+uint64_t purgatory_arch_rdtsc(void) {
+	return fake_tsc += 1000;
+}
+
+void purgatory_arch_outb(uint16_t port, uint8_t value) {
+	if (port == PURGATORY_CONSOLE_COM1 && console_len < sizeof(console) - 1)
+		console[console_len++] = (char)value;
+}
+
+uint8_t purgatory_arch_inb(uint16_t port) {
+	return 0x20; /* transmitter always empty */
+}
+
+void purgatory_arch_reset(void) {
+	resets++;
+	longjmp(reset_jmp, 1);
+}
+
+#define CMDLINE_PREFIX "console=ttyS0 root=/dev/vda1 "
+
+struct fixture {
+	uint8_t *kernel;   /* 1 MiB + 100 bytes of data, zero padding to 2 MiB */
+	uint8_t *initrd;   /* 300 KiB */
+	char cmdline[256]; /* with the stamps placeholder */
+	struct purgatory_params params;
+};
+
+static void fill(uint8_t *p, size_t n, uint32_t seed) {
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245 + 12345;
+		p[i] = seed >> 16;
+	}
+}
+
+static void add_digest(struct purgatory_params *p, const void *addr, size_t size) {
+	struct purgatory_digest *d = &p->digests[p->nr_digests++];
+
+	d->addr = (uintptr_t)addr;
+	d->size = size;
+	sha256_digest(addr, size, d->sha256);
+}
+
+static int setup(void **state) {
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->kernel = calloc(1, 2 << 20);
+	f->initrd = malloc(300 << 10);
+	if (!f->kernel || !f->initrd)
+		return -1;
+	fill(f->kernel, (1 << 20) + 100, 1);
+	fill(f->initrd, 300 << 10, 2);
+	snprintf(f->cmdline, sizeof(f->cmdline), "%s%s%s quiet", CMDLINE_PREFIX,
+	         PURGATORY_STAMPS_KEY, PURGATORY_STAMPS_TEMPLATE);
+
+	f->params.magic = PURGATORY_ABI_MAGIC;
+	f->params.abi_version = PURGATORY_ABI_VERSION;
+	f->params.size = sizeof(f->params);
+	f->params.mode = PURGATORY_MODE_VERIFIED;
+	f->params.console_port = PURGATORY_CONSOLE_COM1;
+	f->params.stamps_addr =
+	        (uintptr_t)f->cmdline + strlen(CMDLINE_PREFIX) + strlen(PURGATORY_STAMPS_KEY);
+	f->params.stamps_len = PURGATORY_STAMPS_FIELD_LEN;
+	/* The kernel segment is hashed to its memsz: the zero padding counts. */
+	add_digest(&f->params, f->kernel, 2 << 20);
+	add_digest(&f->params, f->initrd, 300 << 10);
+	add_digest(&f->params, f->cmdline, sizeof(f->cmdline));
+
+	fake_tsc = 0;
+	console_len = 0;
+	memset(console, 0, sizeof(console));
+	resets = 0;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state) {
+	struct fixture *f = *state;
+
+	free(f->kernel);
+	free(f->initrd);
+	free(f);
+	return 0;
+}
+
+/* Runs purgatory_main; true when it returned (would jump to the kernel),
+ * false when it reset the machine. */
+static bool run(struct fixture *f) {
+	if (setjmp(reset_jmp) != 0)
+		return false;
+	purgatory_main(&f->params);
+	return true;
+}
+
+static const char *stamps_field(struct fixture *f) {
+	return (const char *)(uintptr_t)f->params.stamps_addr;
+}
+
+static void parse_stamps(const char *field, uint64_t v[3], char *mode, char *impl) {
+	char buf[PURGATORY_STAMPS_FIELD_LEN + 1];
+
+	memcpy(buf, field, PURGATORY_STAMPS_FIELD_LEN);
+	buf[PURGATORY_STAMPS_FIELD_LEN] = 0;
+	assert_int_equal(sscanf(buf, "%16" SCNx64 ",%16" SCNx64 ",%16" SCNx64 ",%c,%c", &v[0],
+	                        &v[1], &v[2], mode, impl),
+	                 5);
+}
+
+static void test_purgatory_verified_boots_and_stamps(void **state) {
+	struct fixture *f = *state;
+	uint64_t v[3];
+	char mode, impl;
+	Sha256Impl used;
+
+	assert_true(run(f));
+	assert_int_equal(resets, 0);
+	assert_int_equal(console_len, 0);
+
+	parse_stamps(stamps_field(f), v, &mode, &impl);
+	assert_int_equal(v[0], f->params.stamps.tsc_entry);
+	assert_int_equal(v[1], f->params.stamps.tsc_verified);
+	assert_int_equal(v[2], f->params.stamps.tsc_jump);
+	assert_true(v[0] < v[1] && v[1] < v[2]);
+	assert_int_equal(mode, 'v');
+	/* The implementation measured fastest here, and the stamp names it. */
+	used = f->params.sha256_impl;
+	assert_true(sha256_impl_supported(used));
+	assert_int_equal(impl, used == SHA256_IMPL_SHANI  ? 's'
+	                       : used == SHA256_IMPL_AVX2 ? 'a'
+	                                                  : 'g');
+
+	/* Only the field changed: the key before it and the text after it stay. */
+	assert_true(strncmp(f->cmdline, CMDLINE_PREFIX PURGATORY_STAMPS_KEY,
+	                    strlen(CMDLINE_PREFIX PURGATORY_STAMPS_KEY)) == 0);
+	assert_string_equal(stamps_field(f) + PURGATORY_STAMPS_FIELD_LEN, " quiet");
+}
+
+static void test_purgatory_mismatch_resets_with_message(void **state) {
+	struct fixture *f = *state;
+
+	f->kernel[(2 << 20) - 1] = 1; /* corruption in the zero padding */
+	assert_false(run(f));
+	assert_int_equal(resets, 1);
+	print_message("console: %s", console);
+	assert_non_null(strstr(console, "upgraded purgatory: SHA-256 mismatch: segment 0 at 0x"));
+	assert_non_null(strstr(console, "size 0x0000000000200000"));
+	assert_non_null(strstr(console, "not booting the staged kernel, resetting\r\n"));
+	/* No stamps: the placeholder still holds its template. */
+	assert_memory_equal(stamps_field(f), PURGATORY_STAMPS_TEMPLATE, PURGATORY_STAMPS_FIELD_LEN);
+}
+
+static void test_purgatory_mismatch_in_initrd(void **state) {
+	struct fixture *f = *state;
+
+	f->initrd[12345] ^= 0x10;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "segment 1 at "));
+}
+
+static void test_purgatory_mismatch_without_console(void **state) {
+	struct fixture *f = *state;
+
+	f->params.console_port = 0;
+	f->initrd[0] ^= 1;
+	assert_false(run(f));
+	assert_int_equal(resets, 1);
+	assert_int_equal(console_len, 0);
+}
+
+static void test_purgatory_fast_skips_verification(void **state) {
+	struct fixture *f = *state;
+	uint64_t v[3];
+	char mode, impl;
+
+	f->params.mode = PURGATORY_MODE_FAST;
+	f->initrd[0] ^= 1; /* not noticed: fast mode hashes nothing */
+	assert_true(run(f));
+	parse_stamps(stamps_field(f), v, &mode, &impl);
+	assert_int_equal(mode, 'f');
+	assert_int_equal(impl, '-');
+	/* Verification took one TSC read, not a hash. */
+	assert_int_equal(v[1] - v[0], 1000);
+}
+
+static void test_purgatory_panic_always_verifies(void **state) {
+	struct fixture *f = *state;
+	uint64_t v[3];
+	char mode, impl;
+
+	f->params.flags = PURGATORY_FLAG_PANIC;
+	assert_true(run(f));
+	parse_stamps(stamps_field(f), v, &mode, &impl);
+	assert_int_equal(mode, 'p');
+
+	/* A panic image may not be fast, even if a loader asked for it. */
+	f->params.flags = PURGATORY_FLAG_PANIC;
+	f->params.mode = PURGATORY_MODE_FAST;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "panic image in fast mode"));
+}
+
+static void test_purgatory_contract_mismatch(void **state) {
+	struct fixture *f = *state;
+	struct purgatory_params good = f->params;
+
+	f->params.magic ^= 1;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "parameter block does not match"));
+
+	f->params = good;
+	f->params.abi_version++;
+	assert_false(run(f));
+
+	f->params = good;
+	f->params.size--;
+	assert_false(run(f));
+
+	f->params = good;
+	f->params.nr_digests = PURGATORY_MAX_DIGESTS + 1;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "too many segments"));
+
+	f->params = good;
+	f->params.mode = 7;
+	assert_false(run(f));
+
+	f->params = good;
+	f->params.nr_digests = 0;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "verified mode without digests"));
+	assert_int_equal(resets, 6);
+
+	/* Without a placeholder the kernel still boots, just unstamped. */
+	f->params = good;
+	f->params.stamps_addr = 0;
+	assert_true(run(f));
+	assert_memory_equal((const char *)(uintptr_t)good.stamps_addr, PURGATORY_STAMPS_TEMPLATE,
+	                    PURGATORY_STAMPS_FIELD_LEN);
+}
+
+/* A requested implementation is used when supported; an unsupported or bogus
+ * request falls back to the measured choice, never to an unsupported path. */
+static void test_purgatory_impl_request(void **state) {
+	struct fixture *f = *state;
+	uint64_t v[3];
+	char mode, impl;
+
+	f->params.sha256_impl_request = SHA256_IMPL_GENERIC + 1;
+	assert_true(run(f));
+	parse_stamps(stamps_field(f), v, &mode, &impl);
+	assert_int_equal(impl, 'g');
+	assert_int_equal(f->params.sha256_impl, SHA256_IMPL_GENERIC);
+
+	memcpy((char *)(uintptr_t)f->params.stamps_addr, PURGATORY_STAMPS_TEMPLATE,
+	       PURGATORY_STAMPS_FIELD_LEN);
+	f->params.sha256_impl_request = 1000;
+	assert_true(run(f));
+	assert_true(sha256_impl_supported(f->params.sha256_impl));
+}
+
+static void test_purgatory_format_stamps(void **state) {
+	struct purgatory_stamps s = { 0x1, 0xfedcba9876543210, 0xffffffffffffffff };
+	char out[PURGATORY_STAMPS_FIELD_LEN + 1] = {};
+
+	purgatory_format_stamps(&s, 'v', 's', out);
+	assert_string_equal(out, "0000000000000001,fedcba9876543210,ffffffffffffffff,v,s");
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_purgatory_verified_boots_and_stamps, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_mismatch_resets_with_message, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_mismatch_in_initrd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_mismatch_without_console, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_fast_skips_verification, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_panic_always_verifies, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_contract_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_impl_request, setup, teardown),
+		cmocka_unit_test(test_purgatory_format_stamps),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
