@@ -578,7 +578,15 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 		add_missing(missing, "host_blackout", "%s", "no common timebase");
 	measure_vm_downtimes(&tb, &in, old_probe, new_probe, report, missing);
 
-	/* Purgatory: verification time from its stamps when there are any. */
+	/* Purgatory: its implementation and verification time from its stamps. */
+	if (purg && in.stamps.impl) {
+		const char *impl = in.stamps.impl == 's'   ? "sha-ni"
+		                   : in.stamps.impl == 'a' ? "avx2"
+		                   : in.stamps.impl == 'g' ? "generic"
+		                                           : "none";
+		if (in.stamps.mode != '-') /* '-': the template, purgatory never ran */
+			json_object_object_add(purg, "impl", json_object_new_string(impl));
+	}
 	if (purg) {
 		bool have = have_tb && tb.stamp_ns[0] != TIMEBASE_STAMP_ABSENT &&
 		            tb.stamp_ns[1] != TIMEBASE_STAMP_ABSENT;

@@ -263,13 +263,14 @@ static void test_measure_stamps_present(void **state) {
 	/* entry at t = 1 s, verified at 1.3 s, jump at 1.31 s (TSC = 440e9 + 2 * t) */
 	assert_true(asprintf(&cmdline,
 	                     "root=/dev/vda1 upgraded.stamps=%016" PRIx64 ",%016" PRIx64
-	                     ",%016" PRIx64 "\n",
+	                     ",%016" PRIx64 ",v,a\n",
 	                     440 * S + 2 * S, 440 * S + 2600000000, 440 * S + 2620000000) > 0);
 	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
 	w->cmdline = cmdline;
 	w->kmsg = true;
 	o = run_update(w);
 	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "verify_ns")), 300000000);
+	assert_string_equal(json_object_get_string(jget(o, "purgatory", "impl")), "avx2");
 	assert_false(json_object_get_boolean(jget(o, "purgatory", "verify_estimated")));
 	assert_false(has_missing(o, "purgatory_verify", NULL));
 	json_object_put(o);

@@ -453,6 +453,23 @@ static void test_timebase_stamps_from_cmdline(void **state) {
 	assert_int_equal(st.entry, 0);
 	assert_int_equal(st.jump, 0);
 
+	/* purgatory's real field (purgatory/purgatory-abi.h): mode and implementation
+	 * letters after the three TSC values; its untouched template */
+	assert_int_equal(
+	        timebase_stamps_from_cmdline("ro upgraded.stamps=00000000000003e8,00000000000007d0,"
+	                                     "0000000000000bb8,v,s console=ttyS0",
+	                                     &st),
+	        0);
+	assert_int_equal(st.verified, 2000);
+	assert_int_equal(st.mode, 'v');
+	assert_int_equal(st.impl, 's');
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=0000000000000000,"
+	                                              "0000000000000000,0000000000000000,-,-",
+	                                              &st),
+	                 0);
+	assert_int_equal(st.entry, 0);
+	assert_int_equal(st.mode, '-');
+
 	/* absent, or only as part of another word */
 	st.entry = 7;
 	assert_int_equal(timebase_stamps_from_cmdline("ro quiet", &st), -ENOENT);
@@ -460,6 +477,9 @@ static void test_timebase_stamps_from_cmdline(void **state) {
 	/* malformed: *ret untouched */
 	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=12g4", &st), -EBADMSG);
 	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1,2,3,4", &st), -EBADMSG);
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1,2,3,v", &st), -EBADMSG);
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1,2,3,x,s", &st), -EBADMSG);
+	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1,2,3,v,s9", &st), -EBADMSG);
 	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=11111111111111111", &st),
 	                 -EBADMSG);
 	assert_int_equal(timebase_stamps_from_cmdline("upgraded.stamps=1;2", &st), -EBADMSG);

@@ -534,6 +534,7 @@ int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret) {
 	static const char key[] = "upgraded.stamps=";
 	const char *p = cmdline, *found = NULL;
 	uint64_t v[3] = {};
+	char mode = 0, impl = 0;
 
 	if (!cmdline || !ret)
 		return -EINVAL;
@@ -552,13 +553,22 @@ int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret) {
 			return r;
 		if (*p != ',')
 			break;
-		if (i == 2)
-			return -EBADMSG; /* a fourth field */
 		p++;
+		if (i == 2) {
+			/* purgatory's ",M,I": one letter each, nothing else */
+			if (!p[0] || !strchr("vfp-", p[0]) || p[1] != ',' || !p[2] ||
+			    !strchr("sag-", p[2]))
+				return -EBADMSG;
+			mode = p[0];
+			impl = p[2];
+			p += 3;
+		}
 	}
 	if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\0')
 		return -EBADMSG;
-	*ret = (TimebaseStamps){ .entry = v[0], .verified = v[1], .jump = v[2] };
+	*ret = (TimebaseStamps){
+		.entry = v[0], .verified = v[1], .jump = v[2], .mode = mode, .impl = impl
+	};
 	return 0;
 }
 

@@ -41,11 +41,14 @@ typedef struct TimebaseCpu {
 	const char *tsc_khz_source; /* "refined-calibration", "detected", ... (static string) */
 } TimebaseCpu;
 
-/* Purgatory's TSC stamps (0: absent). */
+/* Purgatory's TSC stamps (0: absent), and the mode and SHA-256 implementation it
+ * wrote after them (purgatory/purgatory-abi.h; 0: not written, '-': none). */
 typedef struct TimebaseStamps {
 	uint64_t entry;
 	uint64_t verified;
 	uint64_t jump;
+	char mode; /* 'v' verified, 'f' fast, 'p' panic, '-' */
+	char impl; /* 's' SHA-NI, 'a' AVX2, 'g' generic, '-' */
 } TimebaseStamps;
 
 typedef struct TimebaseInput {
@@ -125,9 +128,10 @@ int timebase_to_json(const Timebase *tb, const TimebaseInput *in, struct json_ob
 /* Reads "flags" of /proc/cpuinfo and the TSC lines of kmsg (either may be NULL). */
 int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret);
 
-/* Finds "upgraded.stamps=ENTRY,VERIFIED,JUMP" in a kernel command line: TSC values
- * in hex (16 digits in purgatory's fixed-width placeholder, "0x" optional); an
- * empty or all-zero field is an absent stamp. -ENOENT without the parameter,
+/* Finds "upgraded.stamps=ENTRY,VERIFIED,JUMP[,M,I]" in a kernel command line: TSC
+ * values in hex (16 digits in purgatory's fixed-width placeholder, "0x" optional),
+ * then optionally purgatory's mode and SHA-256 implementation letters
+ * (purgatory/purgatory-abi.h); an empty or all-zero field is an absent stamp. -ENOENT without the parameter,
  * -EBADMSG when it is malformed (*ret untouched). */
 int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret);
 
