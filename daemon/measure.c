@@ -707,3 +707,31 @@ int measure_mark(Measure *m, const char *vm, ProbeMark mark) {
 	}
 	return probe_mark(m->probe, i, mark);
 }
+
+int measure_vm_outcome(Measure *m, const char *vm, const char *outcome) {
+	static const struct {
+		const char *outcome;
+		int mark; /* -1: no mark */
+	} table[] = {
+		{ "paused", PROBE_MARK_PAUSE },
+		{ "saved", PROBE_MARK_SAVE_COMPLETE },
+		{ "restored", PROBE_MARK_RESTORE },
+		{ "resumed", PROBE_MARK_RESUME },
+		{ "pending", -1 },
+		{ "saving", -1 },
+		{ "shutting-down", -1 },
+		{ "shut-down", -1 },
+		{ "ignored", -1 },
+		{ "rolled-back", -1 },
+		{ "restoring", -1 },
+		{ "failed", -1 },
+	};
+
+	if (!m || !vm || !outcome)
+		return -EINVAL;
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		if (streq(table[i].outcome, outcome))
+			return table[i].mark < 0 ? 0
+			                         : measure_mark(m, vm, (ProbeMark)table[i].mark);
+	return -EINVAL;
+}

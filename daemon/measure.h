@@ -65,5 +65,12 @@ int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid);
 int measure_window_start(Measure *m, const char *vm);
 int measure_mark(Measure *m, const char *vm, ProbeMark mark);
 
+/* Marks from a VM outcome change, for the VM steps' progress callback (VmProgressCb,
+ * called on the daemon's thread): "paused" -> pause, "saved" -> save-complete,
+ * "restored" -> restore, "resumed" -> resume; other outcomes are ignored (0).
+ * -EINVAL for an unknown outcome name. The vCPU figures still need
+ * measure_vm_tracking() and measure_window_start() right before suspend/resume. */
+int measure_vm_outcome(Measure *m, const char *vm, const char *outcome);
+
 /* The probe of the running kernel (NULL before it was opened). For tests. */
 Probe *measure_probe(Measure *m);

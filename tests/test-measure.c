@@ -356,6 +356,25 @@ static void test_measure_report_without_measurement(void **state) {
 	json_object_put(o);
 }
 
+static void test_measure_vm_outcome_marks(void **state) {
+	World *w = *state;
+	_cleanup_(measure_freep) Measure *m = NULL;
+	ProbeVmResult r;
+
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "saving"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "paused"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "saved"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "bogus"), -EINVAL);
+	assert_int_equal(measure_vm_outcome(m, NULL, "paused"), -EINVAL);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	assert_true(r.marks[PROBE_MARK_PAUSE] > 0);
+	assert_true(r.marks[PROBE_MARK_SAVE_COMPLETE] >= r.marks[PROBE_MARK_PAUSE]);
+	assert_int_equal(r.marks[PROBE_MARK_RESUME], 0);
+	assert_false(r.available);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
@@ -366,6 +385,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_journal_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_report_without_measurement, setup,
 		                                teardown),
+		cmocka_unit_test_setup_teardown(test_measure_vm_outcome_marks, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
