@@ -969,6 +969,8 @@ int context_commit_run(Context *c, Update *u) {
 	/* 4. THE POINT OF NO RETURN: ask systemd for kexec.target. Once systemd
 	 * accepted the job, services stop in order and the kernel is replaced. */
 	log_info("Update %s: requesting kexec into %s.", u->id, u->kernel_version);
+	if (c->measure.handoff_request)
+		c->measure.handoff_request(c, u, c->measure.userdata);
 	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
 	if (r < 0) {
 		_cleanup_free_ char *msg = NULL;

@@ -56,9 +56,12 @@ typedef struct ContextOps {
 
 /* Measurement seams (daemon/measure.c), all optional. handoff_prepare runs right
  * before the handoff record is written (it stores what must survive the kexec in
- * u->measure); report_extend adds the measured sections to a report being built. */
+ * u->measure); handoff_request right before the kexec is requested (what it adds
+ * is persisted, best effort, with the "handoff-requested" phase); report_extend
+ * adds the measured sections to a report being built. */
 typedef struct ContextMeasure {
 	void (*handoff_prepare)(Context *c, Update *u, void *userdata);
+	void (*handoff_request)(Context *c, Update *u, void *userdata);
 	int (*report_extend)(Context *c, Update *u, json_object *report, void *userdata);
 	void *userdata;
 } ContextMeasure;

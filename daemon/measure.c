@@ -345,6 +345,24 @@ static void measure_handoff_prepare(Context *c, Update *u, void *userdata) {
 	}
 }
 
+/* Right before the kexec is requested: the exact t = 0. The record written before
+ * carries the earlier sample; this one reaches the disk with the
+ * "handoff-requested" phase (best effort) and is preferred when it did. */
+static void measure_handoff_request(Context *c, Update *u, void *userdata) {
+	Measure *m = userdata;
+	json_object *rec = measure_record(u), *marks;
+	TimebaseSample s;
+
+	(void)c;
+	if (!rec || m->sample_now(&s) < 0)
+		return;
+	json_object_object_add(rec, "request_sample", sample_to_json(&s));
+	marks = get_obj(get_obj(rec, "old_probe"), "marks_ns");
+	if (marks)
+		json_object_object_add(marks, "reboot-request",
+		                       json_object_new_uint64(s.monotonic_ns));
+}
+
 static bool measure_on_new_kernel(Measure *m, Context *c, const Update *u) {
 	return m->started && u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id);
 }
@@ -454,7 +472,8 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 
 	if (!missing || !phases)
 		return -ENOMEM;
-	have_reboot = sample_from_json(get_obj(u->measure, "reboot_sample"), &in.old_reboot);
+	have_reboot = sample_from_json(get_obj(u->measure, "request_sample"), &in.old_reboot) ||
+	              sample_from_json(get_obj(u->measure, "reboot_sample"), &in.old_reboot);
 	(void)sample_from_json(get_obj(u->measure, "commit_sample"), &in.old_earlier);
 
 	/* The probe on both kernels. */
@@ -634,6 +653,7 @@ int measure_attach(Measure *m, Context *c) {
 	if (r < 0)
 		return r;
 	c->measure = (ContextMeasure){ .handoff_prepare = measure_handoff_prepare,
+		                       .handoff_request = measure_handoff_request,
 		                       .report_extend = measure_report_extend,
 		                       .userdata = m };
 	return 0;

@@ -27,26 +27,28 @@
 
 void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret));
 
-/* Scripted clocks: a 2 GHz TSC counting from the old kernel's boot; the old kernel's
- * CLOCK_MONOTONIC equals TSC/2; the new kernel's CLOCK_MONOTONIC zero is 3 s after the
- * reboot request (t = 0 at old monotonic 110 s). */
+/* Scripted clocks: a 2 GHz TSC counting from the old kernel's boot (TSC = 2 x the old
+ * kernel's CLOCK_MONOTONIC); the reboot request (t = 0) is at old monotonic 110 s, the
+ * handoff record was written 100 ms before it; the new kernel's CLOCK_MONOTONIC zero
+ * is at t = 3 s and the daemon starts at new monotonic 5 s (t = 8 s). */
 static const TimebaseSample samples[] = {
-	{ .tsc = 200 * 2 * S, .realtime_ns = 1000 * S, .monotonic_ns = 100 * S, .skew_ns = 50 },
-	{ .tsc = 0, .realtime_ns = 1010 * S, .monotonic_ns = 110 * S },
-	{ .tsc = 0, .realtime_ns = 1018 * S, .monotonic_ns = 5 * S, .skew_ns = 50 },
+	/* commit */
+	{ .tsc = 2 * 100 * S, .realtime_ns = 1000 * S, .monotonic_ns = 100 * S, .skew_ns = 50 },
+	/* handoff record */
+	{ .tsc = 2 * (110 * S - S / 10),
+	  .realtime_ns = 1010 * S - S / 10,
+	  .monotonic_ns = 110 * S - S / 10,
+	  .skew_ns = 50 },
+	/* reboot request */
+	{ .tsc = 2 * 110 * S, .realtime_ns = 1010 * S, .monotonic_ns = 110 * S, .skew_ns = 50 },
+	/* daemon start on the new kernel */
+	{ .tsc = 2 * 118 * S, .realtime_ns = 1018 * S, .monotonic_ns = 5 * S, .skew_ns = 50 },
 };
 static size_t n_sampled;
 
 static int fake_sample(TimebaseSample *ret) {
-	TimebaseSample s;
-
 	assert_true(n_sampled < ELEMENTSOF(samples));
-	s = samples[n_sampled++];
-	if (n_sampled == 2)
-		s.tsc = 220 * 2 * S;
-	if (n_sampled == 3)
-		s.tsc = 220 * 2 * S + 2 * 8 * S; /* daemon start at t = 8 s */
-	*ret = s;
+	*ret = samples[n_sampled++];
 	return 0;
 }
 
@@ -55,6 +57,7 @@ typedef struct World {
 	const char *cpuflags;
 	const char *cmdline;
 	bool kmsg;
+	bool request_lost; /* the "handoff-requested" write did not reach the disk */
 } World;
 
 static void put(const char *root, const char *rel, const char *text) {
@@ -155,6 +158,10 @@ static json_object *run_update(World *w) {
 	assert_int_equal(probe_mark_at(measure_probe(m), vm, PROBE_MARK_PAUSE, 105 * S), 0);
 	assert_int_equal(update_set_string(&u->handoff_boot_id, OLD_BOOT), 0);
 	c->measure.handoff_prepare(c, u, c->measure.userdata);
+	if (w->request_lost)
+		n_sampled++;
+	else
+		c->measure.handoff_request(c, u, c->measure.userdata);
 	u->state = UPDATE_COMMITTING;
 	m = measure_free(m);
 
@@ -242,6 +249,21 @@ static void test_measure_tsc_timebase(void **state) {
 	json_object_put(o);
 }
 
+static void test_measure_request_sample_lost(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	/* t = 0 falls back to the handoff record's sample, 100 ms earlier */
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	w->request_lost = true;
+	o = run_update(w);
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "host_blackout_ns")),
+	                 8 * S + S / 10);
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "max_vm_downtime_ns")), 14 * S);
+	json_object_put(o);
+}
+
 static void test_measure_realtime_fallback(void **state) {
 	World *w = *state;
 	json_object *o;
@@ -260,11 +282,11 @@ static void test_measure_stamps_present(void **state) {
 	_cleanup_free_ char *cmdline = NULL;
 	json_object *o;
 
-	/* entry at t = 1 s, verified at 1.3 s, jump at 1.31 s (TSC = 440e9 + 2 * t) */
+	/* entry at t = 1 s, verified at 1.3 s, jump at 1.31 s (TSC = 220e9 + 2 * t) */
 	assert_true(asprintf(&cmdline,
 	                     "root=/dev/vda1 upgraded.stamps=%016" PRIx64 ",%016" PRIx64
 	                     ",%016" PRIx64 ",v,a\n",
-	                     440 * S + 2 * S, 440 * S + 2600000000, 440 * S + 2620000000) > 0);
+	                     220 * S + 2 * S, 220 * S + 2600000000, 220 * S + 2620000000) > 0);
 	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
 	w->cmdline = cmdline;
 	w->kmsg = true;
@@ -378,6 +400,7 @@ static void test_measure_vm_outcome_marks(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_request_sample_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_realtime_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_stamps_present, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_probe_unavailable_and_no_kmsg, setup,

@@ -224,6 +224,7 @@ check "commit --wait exits 0" test $? -eq 0
 sed 's/^/# /' "$T/commit.out"
 check "commit --wait printed each phase in order" test "$(awk '{print $2}' "$T/commit.out" | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
 check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
+check "handoff record carries the clock samples and the old kernel's probe" python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["measure"]; sys.exit(not (m["reboot_sample"]["tsc"] > 0 and m["request_sample"]["monotonic_ns"] >= m["reboot_sample"]["monotonic_ns"] and m["old_probe"]["available"]))' "$ROOT/var/lib/upgraded/updates/$ID.json"
 check "State is committing" test "$("$CTL" show -p State --value)" = committing
 expect_fail "commit again -> BadState" 6 BadState "$CTL" commit "$ID"
 expect_fail "cancel while committing -> BadState" 6 BadState "$CTL" cancel

@@ -163,6 +163,7 @@ int main(int argc, char *argv[]) {
 	measure_mark(m, "web1", PROBE_MARK_PAUSE);
 	update_set_string(&u->handoff_boot_id, c->boot_id);
 	c->measure.handoff_prepare(c, u, c->measure.userdata);
+	c->measure.handoff_request(c, u, c->measure.userdata);
 	u->state = UPDATE_COMMITTING;
 	m = measure_free(m);
 	update_to_json(u, &j);
