@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# Helpers for lab scenarios (sourced by every phase script, in the lab host).
+#
+#   lab_marker EVENT [k=v ...]      print "UPGRADED-LAB: EVENT k=v" on the serial console;
+#                                   the runner timestamps it with the host's clock
+#   lab_log TEXT                    a line to the console and the phase log (no marker)
+#   lab_check NAME COND-COMMAND...  run a check, record "check NAME ok|fail" (marker + checks.txt)
+#   lab_start_counter_vm NAME       define and start a nested counter VM in libvirt
+#   lab_wait_counters MIN [TIMEOUT] wait until every counter VM's counter is >= MIN
+#   lab_counter NAME                print a counter VM's current counter value
+#   lab_counter_vms                 list the counter VMs this host defined
+#   lab_wait_vms_running [TIMEOUT]  wait until every counter VM is running and counting
+#   lab_kexec_load                  kexec -l the new kernel with the running cmdline
+#   lab_collect                     copy journals (journal-old.txt, journal-new.txt), upgraded's
+#                                   reports (reports/*.json), virsh list, failed units to results
+#   lab_finish pass|fail [REASON]   collect, print "scenario-done", destroy the counter VMs,
+#                                   power the lab host off (ends the run)
+#
+# Files: results go under $LAB_RESULTS (/lab-results, the results disk the
+# runner reads back); $LAB_PAYLOAD (/lab-payload) is the read-only payload
+# disk; its lab.env (sourced here) sets LAB_KERNEL_OLD, LAB_KERNEL_NEW,
+# LAB_SCENARIO, LAB_COUNTER_ADDR, LAB_COUNTER_MAGIC, LAB_SAMPLE_INTERVAL.
+# LAB_PHASE (old|new) is set by the phase runner (guest/run-phase).
+
+LAB_PAYLOAD=${LAB_PAYLOAD:-/lab-payload}
+. "$LAB_PAYLOAD/lab.env"
+LAB_RESULTS=${LAB_RESULTS:-/lab-results}
+LAB_STATE=/var/lib/upgraded-lab
+LAB_CONSOLE=${LAB_CONSOLE:-/dev/ttyS0}
+LAB_COUNTER_IMAGES=/var/lib/libvirt/images
+
+lab_marker() {
+        # One write(2) per line so it is not interleaved with other writers.
+        local line="UPGRADED-LAB: $*" up _
+        printf '%s\n' "$line" >"$LAB_CONSOLE"
+        read -r up _ </proc/uptime
+        printf '%s %s\n' "$up" "$line" >>"$LAB_RESULTS/markers-${LAB_PHASE:-boot}.txt"
+}
+
+lab_log() {
+        printf 'lab: %s\n' "$*" >"$LAB_CONSOLE"
+        printf '%s\n' "$*" >>"$LAB_RESULTS/log-${LAB_PHASE:-boot}.txt"
+}
+
+lab_check() {
+        local name=$1
+        shift
+        if "$@"; then
+                lab_marker check "$name" ok
+                echo "$name ok" >>"$LAB_RESULTS/checks.txt"
+                return 0
+        fi
+        lab_marker check "$name" fail
+        echo "$name fail" >>"$LAB_RESULTS/checks.txt"
+        return 1
+}
+
+lab_counter_vms() {
+        [ -f "$LAB_STATE/counter-vms" ] && cat "$LAB_STATE/counter-vms"
+        return 0
+}
+
+# The counter of a VM, in decimal; fails when the VM is not there or the
+# memory does not hold the counter's magic.
+lab_counter() {
+        local out
+        out=$(virsh -q qemu-monitor-command --hmp "$1" "xp /2wx $LAB_COUNTER_ADDR" 2>/dev/null) || return 1
+        out=${out//$'\r'/}
+        # "0000000000000500: 0x43424c55 0x0000004c"
+        set -- $out
+        [ "${2:-}" = "$LAB_COUNTER_MAGIC" ] || return 1
+        printf '%d\n' "${3:-x}" 2>/dev/null
+}
+
+lab_start_counter_vm() {
+        local name=$1 img=$LAB_COUNTER_IMAGES/$1.img
+        mkdir -p "$LAB_COUNTER_IMAGES" "$LAB_STATE"
+        cp "$LAB_PAYLOAD/counter-vm/counter.img" "$img"
+        sed -e "s|@NAME@|$name|g" -e "s|@IMAGE@|$img|g" \
+                "$LAB_PAYLOAD/counter-vm/domain.xml" >"$LAB_STATE/$name.xml"
+        virsh -q define "$LAB_STATE/$name.xml" >/dev/null || return 1
+        virsh -q start "$name" >/dev/null || return 1
+        echo "$name" >>"$LAB_STATE/counter-vms"
+        lab_marker vm-started "$name"
+}
+
+lab_wait_counters() {
+        local min=$1 timeout=${2:-120} t0=$SECONDS name v ok
+        while [ $((SECONDS - t0)) -lt "$timeout" ]; do
+                ok=true
+                for name in $(lab_counter_vms); do
+                        v=$(lab_counter "$name") || v=-1
+                        [ "$v" -ge "$min" ] || ok=false
+                done
+                $ok && return 0
+                sleep 0.5
+        done
+        lab_log "counters did not reach $min within ${timeout} s"
+        return 1
+}
+
+# Every counter VM is running and its counter advances.
+lab_wait_vms_running() {
+        local timeout=${1:-300} t0=$SECONDS name a b ok
+        while [ $((SECONDS - t0)) -lt "$timeout" ]; do
+                ok=true
+                for name in $(lab_counter_vms); do
+                        [ "$(virsh -q domstate "$name" 2>/dev/null)" = running ] || ok=false
+                done
+                if $ok; then
+                        for name in $(lab_counter_vms); do
+                                a=$(lab_counter "$name") || a=-1
+                                sleep 0.3
+                                b=$(lab_counter "$name") || b=-1
+                                [ "$a" -ge 0 ] && [ "$b" -gt "$a" ] || ok=false
+                        done
+                        $ok && return 0
+                fi
+                sleep 0.5
+        done
+        return 1
+}
+
+lab_kexec_load() {
+        kexec -l "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd="/boot/initrd.img-$LAB_KERNEL_NEW" \
+                --reuse-cmdline || return 1
+        [ "$(cat /sys/kernel/kexec_loaded)" = 1 ] || return 1
+        lab_marker kexec-loaded "$LAB_KERNEL_NEW"
+}
+
+lab_collect() {
+        journalctl --no-pager -o short-monotonic -b 0 >"$LAB_RESULTS/journal-$LAB_PHASE.txt" 2>&1
+        if [ "$LAB_PHASE" = new ]; then
+                journalctl --no-pager -o short-monotonic -b -1 >"$LAB_RESULTS/journal-old.txt" 2>&1
+        fi
+        journalctl --no-pager --list-boots >"$LAB_RESULTS/boots.txt" 2>&1
+        if [ -d /var/lib/upgraded/reports ]; then
+                mkdir -p "$LAB_RESULTS/reports"
+                cp -a /var/lib/upgraded/reports/. "$LAB_RESULTS/reports/" 2>/dev/null
+        fi
+        virsh -q list --all >"$LAB_RESULTS/virsh-list-$LAB_PHASE.txt" 2>&1
+        systemctl --no-pager --failed >"$LAB_RESULTS/failed-units-$LAB_PHASE.txt" 2>&1
+        return 0
+}
+
+lab_finish() {
+        local status=$1 reason=${2:-}
+        reason=${reason// /_}
+        local vm
+        lab_collect
+        printf '%s %s\n' "$status" "$reason" >"$LAB_RESULTS/guest-verdict.txt"
+        lab_marker scenario-done status="$status" phase="$LAB_PHASE" ${reason:+reason="$reason"}
+        # The run is over: the VMs need no saving on the way down.
+        for vm in $(lab_counter_vms); do
+                virsh -q destroy "$vm" >/dev/null 2>&1
+        done
+        sync
+        umount "$LAB_RESULTS" 2>/dev/null
+        systemctl --no-block poweroff
+}

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# upgraded, old kernel: the same two counter VMs as the baseline; upgraded
+# stages the new kernel and commits. The daemon pauses and checkpoints the VMs,
+# writes its handoff record and asks systemd for the kexec.
+. /lab-payload/scenarios/lib.sh
+set -e
+
+systemctl is-enabled -q upgraded.service
+upgraded --check-config
+
+lab_start_counter_vm lab-counter-1
+lab_start_counter_vm lab-counter-2
+# Established counters: a restarted VM (counting from 0) cannot pass for a restored one.
+lab_wait_counters 60 180
+for vm in $(lab_counter_vms); do
+        lab_marker counter-before "$vm" "$(lab_counter "$vm")"
+done
+
+upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
+        --reuse-cmdline >"$LAB_RESULTS/stage.txt" 2>&1
+upgradectl status >"$LAB_RESULTS/status-staged.txt" 2>&1 || true
+lab_marker old-kernel-kexec method=upgraded
+# --wait follows the commit until the daemon hands the host to systemd; the
+# connection then ends with the old kernel.
+upgradectl commit --wait >"$LAB_RESULTS/commit.txt" 2>&1 || true
