@@ -674,12 +674,82 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 	return EXIT_OK;
 }
 
+static json_object *jobj(json_object *o, const char *k) {
+	json_object *v = NULL;
+
+	if (!o || !json_object_object_get_ex(o, k, &v))
+		return NULL;
+	return v;
+}
+
+/* ns -> "1.234 s" / "12.345 ms"; "n/a" for null (a figure that was not measured). */
+static const char *format_ns(json_object *v, char *buf, size_t size) {
+	int64_t ns;
+
+	if (!v || !json_object_is_type(v, json_type_int))
+		return "n/a";
+	ns = json_object_get_int64(v);
+	if (ns >= 1000000000 || ns <= -1000000000)
+		snprintf(buf, size, "%.3f s", (double)ns / 1e9);
+	else
+		snprintf(buf, size, "%.3f ms", (double)ns / 1e6);
+	return buf;
+}
+
+static void print_figure(const char *label, json_object *v, json_object *unc) {
+	char a[32], b[32];
+
+	if (!v || !json_object_is_type(v, json_type_int)) {
+		printf("%19s: n/a (see Missing)\n", label);
+		return;
+	}
+	printf("%19s: %s +- %s (estimated)\n", label, format_ns(v, a, sizeof(a)),
+	       format_ns(unc, b, sizeof(b)));
+}
+
+/* The phases on the report's axis, with relative times, durations and a bar. */
+static void print_timeline(json_object *o) {
+	json_object *phases = jobj(o, "phases");
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	size_t n = phases ? json_object_array_length(phases) : 0;
+
+	if (n == 0) {
+		printf("\nTimeline: not available (no common timebase; see Missing)\n");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *p = json_object_array_get_idx(phases, i);
+		lo = MIN(lo, json_object_get_int64(jobj(p, "start_ns")));
+		hi = MAX(hi, json_object_get_int64(jobj(p, "end_ns")));
+	}
+	printf("\nTimeline (t = 0: %s; times marked ~ carry the timebase uncertainty):\n",
+	       strna(jstr(o, "phase_axis")));
+	printf("  %-15s %12s %12s %12s  %s\n", "PHASE", "START", "END", "DURATION", "");
+	for (size_t i = 0; i < n; i++) {
+		json_object *p = json_object_array_get_idx(phases, i);
+		int64_t a = json_object_get_int64(jobj(p, "start_ns"));
+		int64_t b = json_object_get_int64(jobj(p, "end_ns"));
+		bool est = json_object_get_boolean(jobj(p, "estimated"));
+		int x0 = hi > lo ? (int)((a - lo) * 40 / (hi - lo)) : 0;
+		int x1 = hi > lo ? (int)((b - lo) * 40 / (hi - lo)) : 0;
+		char bar[48];
+
+		memset(bar, ' ', sizeof(bar));
+		for (int x = x0; x <= MIN(x1, 40); x++)
+			bar[x] = '#';
+		bar[41] = 0;
+		printf("  %-15s %c%+10.3fs %c%+10.3fs %11.3fs  |%s|\n", strna(jstr(p, "name")),
+		       est ? '~' : ' ', (double)a / 1e9, est ? '~' : ' ', (double)b / 1e9,
+		       (double)(b - a) / 1e9, bar);
+	}
+}
+
 static int verb_report(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(json_object_putp) json_object *o = NULL;
 	_cleanup_free_ char *json = NULL;
-	json_object *k = NULL, *h = NULL, *b = NULL, *phases = NULL;
-	uint64_t t0 = 0;
+	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
+	char buf[32];
 	int r;
 
 	r = call_string(bus, "GetReport", n > 0 ? args[0] : "", &json, &e);
@@ -695,34 +765,78 @@ static int verb_report(sd_bus *bus, char **args, unsigned n) {
 	if (!o)
 		return fail_bus("Bad report", NULL, -EBADMSG);
 
-	printf("    Update: %s\n", strna(jstr(o, "id")));
-	printf("    Result: %s%s%s\n", strna(jstr(o, "result")), jstr(o, "reason") ? ": " : "",
+	printf("%19s: %s\n", "Update", strna(jstr(o, "id")));
+	printf("%19s: %s%s%s\n", "Result", strna(jstr(o, "result")), jstr(o, "reason") ? ": " : "",
 	       strempty(jstr(o, "reason")));
-	json_object_object_get_ex(o, "old_kernel", &k);
-	printf("Old kernel: %s\n", strna(jstr(k, "version")));
-	json_object_object_get_ex(o, "new_kernel", &k);
-	printf("New kernel: %s (%s)\n", strna(jstr(k, "version")), strna(jstr(k, "path")));
-	printf("    Booted: %s\n", strna(jstr(o, "booted_kernel")));
-	json_object_object_get_ex(o, "backend", &b);
-	printf("   Backend: %s\n", strna(jstr(b, "name")));
-	json_object_object_get_ex(o, "handoff", &h);
-	printf("   Handoff: %s (%s)\n", strna(jstr(h, "mode")), strna(jstr(h, "reason")));
-	if (json_object_object_get_ex(o, "phases", &phases)) {
-		printf("\n%-18s  %-30s  %s\n", "PHASE", "REALTIME", "SINCE FIRST");
-		for (size_t i = 0; i < json_object_array_length(phases); i++) {
-			json_object *p = json_object_array_get_idx(phases, i), *v;
-			uint64_t t = 0;
-			char buf[64];
+	a = jobj(o, "stamps");
+	if (a && json_object_array_length(a) > 0) {
+		char when[64];
+		json_object *last = json_object_array_get_idx(a, json_object_array_length(a) - 1);
 
-			if (json_object_object_get_ex(p, "realtime_usec", &v))
-				t = json_object_get_uint64(v);
-			if (i == 0)
-				t0 = t;
-			format_usec(t, buf, sizeof(buf));
-			printf("%-18s  %-30s  +%.3f s\n", strna(jstr(p, "name")), buf,
-			       t >= t0 ? (double)(t - t0) / 1e6 : 0.0);
-		}
+		format_usec(json_object_get_uint64(jobj(last, "realtime_usec")), when,
+		            sizeof(when));
+		printf("%19s: %s\n", "Finished", when);
 	}
+	k = jobj(o, "old_kernel");
+	printf("%19s: %s\n", "Old kernel", strna(jstr(k, "version")));
+	k = jobj(o, "new_kernel");
+	printf("%19s: %s (%s)\n", "New kernel", strna(jstr(k, "version")), strna(jstr(k, "path")));
+	printf("%19s: %s\n", "Booted", strna(jstr(o, "booted_kernel")));
+	b = jobj(o, "backend");
+	printf("%19s: %s%s\n", "Backend", strna(jstr(b, "name")),
+	       json_object_get_boolean(jobj(b, "test_only")) ? " (TEST ONLY)" : "");
+	h = jobj(o, "handoff");
+	printf("%19s: %s\n", "Mode", strna(jstr(h, "mode")));
+	a = jobj(h, "reasons");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		printf("%19s%s %s\n", i == 0 ? "Why" : "", i == 0 ? ":" : " ",
+		       json_object_get_string(json_object_array_get_idx(a, i)));
+
+	t = jobj(o, "timebase");
+	tot = jobj(o, "totals");
+	if (t && json_object_is_type(t, json_type_object) &&
+	    !streq_ptr(jstr(t, "timebase"), "none")) {
+		json_object *fl = jobj(t, "flags");
+		printf("%19s: %s, +- %s", "Timebase", strna(jstr(t, "timebase")),
+		       format_ns(jobj(t, "uncertainty_ns"), buf, sizeof(buf)));
+		for (size_t i = 0; fl && i < json_object_array_length(fl); i++)
+			printf("%s%s", i == 0 ? " (" : ", ",
+			       json_object_get_string(json_object_array_get_idx(fl, i)));
+		printf("%s\n", fl && json_object_array_length(fl) > 0 ? ")" : "");
+	} else
+		printf("%19s: none (the kernels could not be put on one time axis)\n", "Timebase");
+	print_figure("Host blackout", jobj(tot, "host_blackout_ns"), jobj(tot, "uncertainty_ns"));
+	print_figure("Max VM downtime", jobj(tot, "max_vm_downtime_ns"),
+	             jobj(tot, "uncertainty_ns"));
+	print_figure("Median VM downtime", jobj(tot, "median_vm_downtime_ns"),
+	             jobj(tot, "uncertainty_ns"));
+	purg = jobj(o, "purgatory");
+	printf("%19s: %s%s\n", "Purgatory verify",
+	       format_ns(jobj(purg, "verify_ns"), buf, sizeof(buf)),
+	       json_object_get_boolean(jobj(purg, "verify_estimated")) && jobj(purg, "verify_ns")
+	               ? " (estimated)"
+	               : "");
+	boot = jobj(o, "boot");
+	if (boot && json_object_is_type(boot, json_type_object)) {
+		json_object *g = jobj(boot, "gaps"),
+		            *g0 = g ? json_object_array_get_idx(g, 0) : NULL;
+		json_object *init = jobj(boot, "init_us");
+
+		if (init)
+			printf("%19s: %.3f s after the kernel started\n", "Init started",
+			       (double)json_object_get_int64(init) / 1e6);
+		if (g0)
+			printf("%19s: %.3f ms before \"%s\"\n", "Largest boot gap",
+			       (double)json_object_get_int64(jobj(g0, "gap_us")) / 1e3,
+			       strna(jstr(g0, "message")));
+	}
+	a = jobj(o, "missing");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *m = json_object_array_get_idx(a, i);
+		printf("%19s%s %s: %s\n", i == 0 ? "Missing" : "", i == 0 ? ":" : " ",
+		       strna(jstr(m, "figure")), strna(jstr(m, "reason")));
+	}
+	print_timeline(o);
 	return EXIT_OK;
 }
 
@@ -917,8 +1031,13 @@ static const Verb verbs[] = {
 	  "SYNOPSIS\n    upgradectl report [ID] [--json]\n\n"
 	  "DESCRIPTION\n"
 	  "    Shows the report of update ID, or of the last finished update: result, old\n"
-	  "    and new kernel, backend, handoff mode and the timestamps of every phase.\n"
-	  "    The schema is docs/report.schema.json.\n\n"
+	  "    and new kernel, backend, handoff mode and why the policy chose it, the\n"
+	  "    timebase and its uncertainty, the host blackout and the VM downtime (every\n"
+	  "    such figure is an estimate, printed with its +- uncertainty), purgatory's\n"
+	  "    verification time, the boot analysis, the figures that are missing and why,\n"
+	  "    and a timeline of the phases (t = 0 is the reboot request; times marked ~\n"
+	  "    carry the timebase uncertainty). The schema is docs/report.schema.json,\n"
+	  "    documented in docs/report.md.\n\n"
 	  "OPTIONS\n"
 	  "    --json             Print GetReport() unchanged\n" COMMON_OPTIONS_TEXT
 	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n" },

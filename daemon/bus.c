@@ -556,6 +556,7 @@ static const sd_bus_vtable manager_vtable[] = {
 	                        method_plan_commit, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("RestoreVM", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT,
 	                        method_restore_vm, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_SIGNAL_WITH_ARGS("ReportReady", SD_BUS_ARGS("s", id, "s", path), 0),
 	SD_BUS_VTABLE_END,
 };
 
@@ -657,6 +658,13 @@ static void on_finished(Context *c, Update *u, const char *result, void *userdat
 	(void)sd_bus_emit_signal(mgr->bus, path, UPGRADE_UPDATE_IFACE, "Finished", "s", result);
 }
 
+static void on_report_ready(Context *c, Update *u, const char *path, void *userdata) {
+	Manager *mgr = userdata;
+
+	(void)sd_bus_emit_signal(mgr->bus, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
+	                         "ReportReady", "ss", u->id, path);
+}
+
 typedef struct KexecRequest {
 	Manager *manager;
 	char *id;
@@ -746,6 +754,7 @@ int manager_bus_attach(Manager *mgr) {
 		.update_added = on_update_added,
 		.manager_changed = on_manager_changed,
 		.finished = on_finished,
+		.report_ready = on_report_ready,
 	};
 	mgr->context->ops_userdata = mgr;
 	return 0;

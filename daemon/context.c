@@ -255,6 +255,13 @@ static int context_write_report(Context *c, Update *u) {
 	r = report_build(u, c->backend->test_only && streq_ptr(u->backend, c->backend->name), &o);
 	if (r < 0)
 		return r;
+	if (c->measure.report_extend) {
+		/* Measurement is best effort: the report says what is missing. */
+		r = c->measure.report_extend(c, u, o, c->measure.userdata);
+		if (r < 0)
+			log_warning_errno(r, "Measurement of update %s incomplete, ignoring: %m",
+			                  u->id);
+	}
 	r = context_report_path(c, u->id, &path);
 	if (r < 0)
 		return r;
@@ -268,6 +275,9 @@ static int context_write_report(Context *c, Update *u) {
 		return r;
 	if (c->ops.manager_changed)
 		c->ops.manager_changed(c, c->ops_userdata);
+	(void)report_journal(o, path);
+	if (c->ops.report_ready)
+		c->ops.report_ready(c, u, path, c->ops_userdata);
 	return 0;
 }
 
@@ -1086,7 +1096,10 @@ int context_commit_run(Context *c, Update *u) {
 	if (r < 0)
 		return context_commit_fail(c, u, why ?: "a pre-handoff step failed");
 
-	/* 2. The handoff record: what the next boot needs to finish the job. */
+	/* 2. The handoff record: what the next boot needs to finish the job, with the
+	 * old kernel's measurements and the reboot-request clock sample. */
+	if (c->measure.handoff_prepare)
+		c->measure.handoff_prepare(c, u, c->measure.userdata);
 	r = update_set_string(&u->handoff_boot_id, c->boot_id);
 	if (r < 0)
 		return r;
@@ -1105,6 +1118,8 @@ int context_commit_run(Context *c, Update *u) {
 	/* 4. THE POINT OF NO RETURN: ask systemd for kexec.target. Once systemd
 	 * accepted the job, services stop in order and the kernel is replaced. */
 	log_info("Update %s: requesting kexec into %s.", u->id, u->kernel_version);
+	if (c->measure.handoff_request)
+		c->measure.handoff_request(c, u, c->measure.userdata);
 	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
 	if (r < 0) {
 		_cleanup_free_ char *msg = NULL;

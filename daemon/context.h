@@ -50,6 +50,8 @@ typedef struct ContextOps {
 	void (*update_added)(Context *c, Update *u, void *userdata);
 	void (*manager_changed)(Context *c, void *userdata);
 	void (*finished)(Context *c, Update *u, const char *result, void *userdata);
+	/* The report of u was written to path (atomically): announce it. */
+	void (*report_ready)(Context *c, Update *u, const char *path, void *userdata);
 } ContextOps;
 
 /* The commit preconditions (daemon/vms.c: VM inventory, policy_decide_vm(),
@@ -58,6 +60,18 @@ typedef struct ContextOps {
  * the blocking reasons, one sentence), < 0 on error (*ret_refusal may say why). */
 typedef int (*CommitCheck)(Context *c, Update *u, void *userdata, json_object **ret_decisions,
                            char **ret_refusal);
+
+/* Measurement seams (daemon/measure.c), all optional. handoff_prepare runs right
+ * before the handoff record is written (it stores what must survive the kexec in
+ * u->measure); handoff_request right before the kexec is requested (what it adds
+ * is persisted, best effort, with the "handoff-requested" phase); report_extend
+ * adds the measured sections to a report being built. */
+typedef struct ContextMeasure {
+	void (*handoff_prepare)(Context *c, Update *u, void *userdata);
+	void (*handoff_request)(Context *c, Update *u, void *userdata);
+	int (*report_extend)(Context *c, Update *u, json_object *report, void *userdata);
+	void *userdata;
+} ContextMeasure;
 
 /* Test seam: called after every successful persist with a running step number.
  * Returning < 0 (e.g. -ECANCELED) makes the current operation stop right there,
@@ -89,6 +103,7 @@ struct Context {
 
 	ContextOps ops;
 	void *ops_userdata;
+	ContextMeasure measure;
 
 	CommitCheck commit_check;
 	void *commit_check_userdata;

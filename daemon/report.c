@@ -1,14 +1,52 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <systemd/sd-journal.h>
 
+#include "log.h"
+#include "macros.h"
 #include "report.h"
+#include "string-util.h"
+
+int (*report_journal_sender)(const struct iovec *iov, int n) = sd_journal_sendv;
 
 static void add_str(json_object *o, const char *k, const char *v) {
 	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
 }
 
+static const char *boot_of(const Update *u, const char *name) {
+	const UpdateStamp *s = update_find_stamp(u, name);
+	return s && s->boot_id[0] ? s->boot_id : NULL;
+}
+
+/* The policy's reasons, one per line joined with ';' (context.c reasons_to_text())
+ * -> ["a","b","c"]; blanks around each are dropped. */
+static json_object *reasons_array(const char *text) {
+	json_object *a = json_object_new_array();
+	const char *p = text;
+
+	while (a && p && *p) {
+		const char *e = strchr(p, ';');
+		size_t n;
+
+		p += strspn(p, " ");
+		n = e ? (size_t)(e - p) : strlen(p);
+		while (n > 0 && p[n - 1] == ' ')
+			n--;
+		if (n > 0)
+			json_object_array_add(a, json_object_new_string_len(p, (int)n));
+		p = e ? e + 1 : NULL;
+	}
+	return a;
+}
+
 int report_build(const Update *u, bool backend_test_only, json_object **ret) {
-	json_object *o, *k, *h, *t, *a;
+	json_object *o, *k, *h, *a, *m;
+	char host[256] = "";
 	const char *result;
 
 	switch (u->state) {
@@ -25,10 +63,19 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	o = json_object_new_object();
 	if (!o)
 		return -ENOMEM;
-	json_object_object_add(o, "schema_version", json_object_new_int(REPORT_SCHEMA_VERSION));
+	json_object_object_add(o, "schema", json_object_new_int(REPORT_SCHEMA_VERSION));
 	add_str(o, "id", u->id);
 	add_str(o, "result", result);
 	add_str(o, "reason", u->error);
+	json_object_object_add(o, "errors", a = json_object_new_array());
+	if (u->error)
+		json_object_array_add(a, json_object_new_string(u->error));
+
+	(void)gethostname(host, sizeof(host) - 1);
+	json_object_object_add(o, "host", h = json_object_new_object());
+	add_str(h, "hostname", host[0] ? host : NULL);
+	add_str(h, "old_boot_id", u->handoff_boot_id ?: boot_of(u, "commit-requested"));
+	add_str(h, "new_boot_id", boot_of(u, "booted"));
 
 	json_object_object_add(o, "backend", h = json_object_new_object());
 	add_str(h, "name", u->backend);
@@ -38,6 +85,7 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	json_object_object_add(o, "handoff", h = json_object_new_object());
 	add_str(h, "mode", u->handoff);
 	add_str(h, "reason", u->handoff_reason);
+	json_object_object_add(h, "reasons", reasons_array(u->handoff_reason));
 
 	json_object_object_add(o, "old_kernel", k = json_object_new_object());
 	add_str(k, "version", u->old_kernel);
@@ -59,18 +107,9 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	add_str(o, "cmdline", u->cmdline);
 	add_str(o, "booted_kernel", u->booted_kernel);
 
-	/* Timestamps: each phase carries the boot it was taken in; monotonic and TSC
-	 * values compare only within one boot_id, realtime across boots (subject to
-	 * the new kernel's clock being set from the RTC/NTP). */
-	json_object_object_add(o, "timebase", t = json_object_new_object());
-	add_str(t, "clocks",
-	        "realtime_usec=CLOCK_REALTIME, monotonic_usec=CLOCK_MONOTONIC, "
-	        "tsc=x86 time stamp counter (where taken)");
-	add_str(t, "cross_boot",
-	        "realtime_usec only; uncertainty is that of the new kernel's "
-	        "initial wall clock (RTC second resolution until NTP)");
-
-	json_object_object_add(o, "phases", a = json_object_new_array());
+	/* The daemon's own timestamps, per boot: monotonic and TSC values compare only
+	 * within one boot_id. The cross-kexec axis is "phases" (on "timebase"). */
+	json_object_object_add(o, "stamps", a = json_object_new_array());
 	for (size_t i = 0; i < u->n_stamps; i++) {
 		json_object *s = json_object_new_object();
 
@@ -85,12 +124,145 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 		json_object_array_add(a, s);
 	}
 
+	/* Measured sections: "missing" until the measurement fills them in. */
+	add_str(o, "phase_axis", "none");
+	json_object_object_add(o, "timebase", NULL);
+	json_object_object_add(o, "phases", json_object_new_array());
+	json_object_object_add(o, "probe", h = json_object_new_object());
+	json_object_object_add(h, "old", NULL);
+	json_object_object_add(h, "new", NULL);
+	json_object_object_add(o, "boot", NULL);
+
+	json_object_object_add(o, "purgatory", h = json_object_new_object());
+	add_str(h, "mode", u->handoff);
+	add_str(h, "impl", streq_ptr(u->backend, "kexec_file") ? "kernel" : NULL);
+	/* What purgatory checks: the staged images (plus a few KiB of boot parameters). */
+	json_object_object_add(h, "bytes", json_object_new_uint64(u->kernel.size + u->initrd.size));
+	json_object_object_add(h, "bytes_estimated", json_object_new_boolean(true));
+	json_object_object_add(h, "verify_ns", NULL);
+	json_object_object_add(h, "verify_estimated", json_object_new_boolean(true));
+	add_str(h, "reason", "not measured");
+
 	/* ---- VMs and the policy's decisions (daemon/vms.c) ---- */
 	json_object_object_add(o, "vms",
 	                       u->vms ? json_object_get(u->vms) : json_object_new_array());
 	json_object_object_add(o, "decisions", u->decisions ? json_object_get(u->decisions) : NULL);
 	/* ---- end of VMs ---- */
+	json_object_object_add(o, "vm_downtime", json_object_new_array());
+	json_object_object_add(o, "totals", h = json_object_new_object());
+	json_object_object_add(h, "host_blackout_ns", NULL);
+	json_object_object_add(h, "max_vm_downtime_ns", NULL);
+	json_object_object_add(h, "median_vm_downtime_ns", NULL);
+	json_object_object_add(h, "uncertainty_ns", NULL);
+	json_object_object_add(h, "timebase", NULL);
+	json_object_object_add(h, "estimated", json_object_new_boolean(true));
+
+	json_object_object_add(o, "missing", a = json_object_new_array());
+	json_object_array_add(a, m = json_object_new_object());
+	add_str(m, "figure", "measurement");
+	add_str(m, "reason", "the daemon ran without its measurement");
 
 	*ret = o;
 	return 0;
+}
+
+static json_object *get(json_object *o, const char *a, const char *b) {
+	json_object *v = NULL;
+
+	if (!o || !json_object_object_get_ex(o, a, &v))
+		return NULL;
+	if (b && (!v || !json_object_object_get_ex(v, b, &v)))
+		return NULL;
+	return v;
+}
+
+static int add_field(char ***l, const char *key, const char *value) {
+	char *s;
+
+	if (!value)
+		return 0;
+	if (asprintf(&s, "%s=%s", key, value) < 0)
+		return -ENOMEM;
+	if (strv_extend(l, s) < 0) {
+		free(s);
+		return -ENOMEM;
+	}
+	free(s);
+	return 0;
+}
+
+/* ns figure -> usec text, or NULL when the figure is null (not measured). */
+static const char *usec_text(json_object *v, char buf[static 32]) {
+	if (!v || !json_object_is_type(v, json_type_int))
+		return NULL;
+	snprintf(buf, 32, "%" PRId64, json_object_get_int64(v) / 1000);
+	return buf;
+}
+
+int report_journal_fields(json_object *report, const char *path, char ***ret_fields) {
+	char **l = NULL, b1[32], b2[32], b3[32], b4[32];
+	_cleanup_free_ char *msg = NULL;
+	const char *id = json_object_get_string(get(report, "id", NULL));
+	const char *result = json_object_get_string(get(report, "result", NULL));
+	const char *blackout = usec_text(get(report, "totals", "host_blackout_ns"), b1);
+	const char *unc = usec_text(get(report, "totals", "uncertainty_ns"), b2);
+	const char *maxd = usec_text(get(report, "totals", "max_vm_downtime_ns"), b3);
+	const char *medd = usec_text(get(report, "totals", "median_vm_downtime_ns"), b4);
+	int r = 0;
+
+	if (!id || !result)
+		return -EINVAL;
+	if (asprintf(&msg,
+	             "Update %s %s: host blackout %s%s%s us, max VM downtime %s us (estimated).",
+	             id, streq(result, "success") ? "completed" : "failed", blackout ?: "n/a",
+	             unc ? " +- " : "", unc ?: "", maxd ?: "n/a") < 0)
+		return -ENOMEM;
+	r |= add_field(&l, "MESSAGE_ID", REPORT_MESSAGE_ID);
+	r |= add_field(&l, "MESSAGE", msg);
+	r |= add_field(&l, "PRIORITY", streq(result, "success") ? "6" : "3");
+	r |= add_field(&l, "UPGRADED_ID", id);
+	r |= add_field(&l, "UPGRADED_RESULT", result);
+	r |= add_field(&l, "UPGRADED_REPORT", path);
+	r |= add_field(&l, "UPGRADED_OLD_KERNEL",
+	               json_object_get_string(get(report, "old_kernel", "version")));
+	r |= add_field(&l, "UPGRADED_NEW_KERNEL",
+	               json_object_get_string(get(report, "new_kernel", "version")));
+	r |= add_field(&l, "UPGRADED_MODE", json_object_get_string(get(report, "handoff", "mode")));
+	r |= add_field(&l, "UPGRADED_TIMEBASE",
+	               json_object_get_string(get(report, "totals", "timebase")));
+	r |= add_field(&l, "UPGRADED_UNCERTAINTY_USEC", unc);
+	r |= add_field(&l, "UPGRADED_BLACKOUT_USEC", blackout);
+	r |= add_field(&l, "UPGRADED_MAX_VM_DOWNTIME_USEC", maxd);
+	r |= add_field(&l, "UPGRADED_MEDIAN_VM_DOWNTIME_USEC", medd);
+	if (r != 0) {
+		strv_free(l);
+		return -ENOMEM;
+	}
+	*ret_fields = l;
+	return 0;
+}
+
+int report_journal(json_object *report, const char *path) {
+	char **l = NULL;
+	struct iovec *iov;
+	size_t n;
+	int r;
+
+	r = report_journal_fields(report, path, &l);
+	if (r < 0)
+		return r;
+	n = strv_length(l);
+	iov = calloc(n, sizeof(*iov));
+	if (!iov) {
+		strv_free(l);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		iov[i] = (struct iovec){ .iov_base = l[i], .iov_len = strlen(l[i]) };
+	r = report_journal_sender(iov, (int)n);
+	if (r < 0)
+		log_debug_errno(r, "Cannot write the report's journal entry, ignoring: %m");
+	free(iov);
+	strv_free(l);
+	return r;
 }

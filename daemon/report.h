@@ -3,10 +3,15 @@
 
 /*
  * The update report, /var/lib/upgraded/reports/<id>.json. Its JSON Schema is
- * docs/report.schema.json; tests validate every report they produce against it.
- * This is the first, minimal version: per-VM figures and the probe timebase
- * arrive with the VM and measurement work.
+ * docs/report.schema.json ("schema": 1), documented field by field in
+ * docs/report.md; tests validate every report they produce against it.
+ *
+ * report_build() writes every section; the measured ones (timebase, phases,
+ * probe, boot, totals, vm_downtime) start as "missing" with a reason and are
+ * filled by the measurement (daemon/measure.c) through Context.measure.
  */
+
+#include <sys/uio.h>
 
 #include <json-c/json.h>
 
@@ -14,5 +19,21 @@
 
 #define REPORT_SCHEMA_VERSION 1
 
+/* MESSAGE_ID of the journal entry announcing a report (journalctl MESSAGE_ID=...). */
+#define REPORT_MESSAGE_ID "0a0af9656c174fea9b8cf44325ea169c"
+
 /* Builds the report of a finished (done or failed) update. */
 int report_build(const Update *u, bool backend_test_only, json_object **ret);
+
+/* The structured journal entry of a written report: MESSAGE_ID=REPORT_MESSAGE_ID,
+ * MESSAGE=, PRIORITY=, UPGRADED_ID=, UPGRADED_RESULT=, UPGRADED_REPORT=,
+ * UPGRADED_OLD_KERNEL=, UPGRADED_NEW_KERNEL=, UPGRADED_MODE=, UPGRADED_TIMEBASE=,
+ * UPGRADED_UNCERTAINTY_USEC=, UPGRADED_BLACKOUT_USEC=, UPGRADED_MAX_VM_DOWNTIME_USEC=,
+ * UPGRADED_MEDIAN_VM_DOWNTIME_USEC= (the last four only when measured). */
+int report_journal_fields(json_object *report, const char *path, char ***ret_fields);
+
+/* Test seam: where report_journal() sends the fields (sd_journal_sendv by default). */
+extern int (*report_journal_sender)(const struct iovec *iov, int n);
+
+/* Sends the entry; failures are logged at debug level and otherwise ignored. */
+int report_journal(json_object *report, const char *path);

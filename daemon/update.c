@@ -107,6 +107,7 @@ Update *update_free(Update *u) {
 	for (size_t i = 0; i < u->n_stamps; i++)
 		free(u->stamps[i].name);
 	free(u->stamps);
+	json_object_put(u->measure);
 	free(u);
 	return NULL;
 }
@@ -234,6 +235,8 @@ int update_to_json(const Update *u, json_object **ret) {
 		json_object_object_add(o, "decisions", json_object_get(u->decisions));
 	if (u->vms)
 		json_object_object_add(o, "vms", json_object_get(u->vms));
+	if (u->measure)
+		json_object_object_add(o, "measure", json_object_get(u->measure));
 
 	a = json_object_new_array();
 	for (size_t i = 0; i < u->n_stamps; i++) {
@@ -374,6 +377,11 @@ int update_from_json(json_object *o, Update **ret) {
 		if (!json_object_is_type(a, json_type_array))
 			return -EBADMSG;
 		u->vms = json_object_get(a);
+	}
+	if (json_object_object_get_ex(o, "measure", &a)) {
+		if (!json_object_is_type(a, json_type_object))
+			return -EBADMSG;
+		u->measure = json_object_get(a);
 	}
 
 	if (json_object_object_get_ex(o, "phases", &a)) {

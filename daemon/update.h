@@ -86,6 +86,10 @@ typedef struct Update {
 
 	UpdateStamp *stamps;
 	size_t n_stamps;
+
+	/* Measurement carried across the kexec (daemon/measure.c owns its content):
+	 * the reboot-request clock sample and the old kernel's probe figures. NULL: none. */
+	json_object *measure;
 } Update;
 
 const char *update_state_to_string(UpdateState s);

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "context.h"
 #include "fileio.h"
+#include "measure.h"
 #include "log.h"
 #include "macros.h"
 #include "path-util.h"
@@ -214,6 +215,7 @@ static int run(int argc, char *argv[]) {
 	_cleanup_(vms_freep) VmWiring *vms = NULL;
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	_cleanup_(measure_freep) Measure *measure = NULL;
 	const KexecBackend *backend = NULL;
 	Manager mgr = {};
 	Args a = {};
@@ -260,10 +262,6 @@ static int run(int argc, char *argv[]) {
 			return log_oom();
 		}
 	}
-	/* The VM steps: commit check, checkpoint, rollback, restore. */
-	r = vms_attach(c, a.libvirt_uri, &vms);
-	if (r < 0)
-		return log_error_errno(r, "Failed to set up the VM steps: %m");
 	if (a.running_kernel) {
 		free(c->running_kernel);
 		c->running_kernel = strdup(a.running_kernel);
@@ -287,6 +285,17 @@ static int run(int argc, char *argv[]) {
 	r = sd_event_default(&event);
 	if (r < 0)
 		return log_error_errno(r, "Failed to allocate the event loop: %m");
+	/* Before any VM step registers: the probe must run before the first pause. */
+	r = measure_new(&(MeasureOptions){ .root = a.root, .event = event }, &measure);
+	if (r < 0)
+		return log_oom();
+	r = measure_attach(measure, c);
+	if (r < 0)
+		return log_oom();
+	/* The VM steps: commit check, checkpoint, rollback, restore. */
+	r = vms_attach(c, a.libvirt_uri, &vms);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the VM steps: %m");
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
@@ -312,6 +321,7 @@ static int run(int argc, char *argv[]) {
 	r = context_load(c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to read the update records: %m");
+	(void)measure_daemon_start(measure, c);
 	r = context_recover(c);
 	if (r < 0)
 		log_error_errno(r, "Recovery incomplete, continuing: %m");

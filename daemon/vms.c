@@ -14,6 +14,7 @@
 #include <libxml/tree.h>
 
 #include "fileio.h"
+#include "measure.h"
 #include "log.h"
 #include "path-util.h"
 #include "string-util.h"
@@ -365,6 +366,38 @@ out:
 	return r;
 }
 
+/* ---- the measurement (daemon/measure.c) ---- */
+
+/* The Measure attached to the context, or NULL when the daemon runs without it. */
+static Measure *context_measure(Context *c) {
+	return c->measure.handoff_prepare ? c->measure.userdata : NULL;
+}
+
+/* Before the first pause: the probe follows each VM's vCPU threads from QEMU's pid,
+ * which libvirt's QEMU driver keeps in /run/libvirt/qemu/<name>.pid. A VM without
+ * it (another driver, tests) simply has no vCPU figures. */
+static void measure_track_vms(Context *c, const VmPlanEntry *e, size_t n) {
+	Measure *m = context_measure(c);
+
+	if (!m)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *rel = NULL, *path = NULL, *data = NULL;
+		unsigned long long pid;
+
+		if (asprintf(&rel, "/run/libvirt/qemu/%s.pid", e[i].name) < 0) {
+			rel = NULL;
+			continue;
+		}
+		if (path_prefix_root(c->root, rel, &path) < 0 ||
+		    read_file_full(path, 64, &data, NULL) < 0 ||
+		    safe_atou64(strstrip(data), &pid) < 0 || pid == 0 || pid > INT32_MAX)
+			continue;
+		if (measure_vm_tracking(m, e[i].name, (pid_t)pid) >= 0)
+			(void)measure_window_start(m, e[i].name);
+	}
+}
+
 /* ---- per-VM progress and records ---- */
 
 typedef struct Progress {
@@ -381,6 +414,9 @@ static void on_vm_progress(const VmResult *r, void *userdata) {
 	json_object *rec;
 	size_t n;
 
+	if (context_measure(p->context))
+		(void)measure_vm_outcome(context_measure(p->context), r->name,
+		                         vm_outcome_to_string(r->outcome));
 	if (!arr || json_object_array_length(arr) != 1)
 		return;
 	rec = json_object_get(json_object_array_get_idx(arr, 0));
@@ -561,6 +597,7 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	plan_from_policy(c, &plan);
 	plan.entries = e;
 	plan.n_entries = k;
+	measure_track_vms(c, e, k);
 	r = vm_checkpoint_all(w->conn, &plan, on_vm_progress, &prog, &res);
 	if (res) {
 		s = store_results(c, u, res);

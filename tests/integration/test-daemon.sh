@@ -84,6 +84,8 @@ KERNEL=/boot/vmlinuz-$NEW
 chmod 0644 "$ROOT$KERNEL"
 head -c 4096 /dev/urandom >"$ROOT/boot/initrd.img-$NEW"
 chmod 0644 "$ROOT/boot/initrd.img-$NEW"
+# The measurement reads the CPU flags and the kernel log through --root.
+mkdir -p "$ROOT/dev" && ln -s /proc/cpuinfo "$ROOT/proc/cpuinfo" && ln -s /dev/kmsg "$ROOT/dev/kmsg"
 echo "BOOT_IMAGE=/boot/vmlinuz-old root=/dev/vda1 ro upgraded.stamps=0x99 console=ttyS0" >"$ROOT/proc/cmdline"
 # Bad inputs.
 python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-ww" 6.1 && chmod 0666 "$ROOT/boot/vmlinuz-ww"
@@ -256,6 +258,7 @@ sed 's/^/# /' "$T/commit.out"
 check "commit --wait printed each phase in order" test "$(grep '%' "$T/commit.out" | awk '{print $2}' | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
 check "commit --wait printed the VM's progress" bash -c "grep -q '^      VM test (checkpoint): paused' '$T/commit.out' && grep -q '^      VM test (checkpoint): saved' '$T/commit.out'"
 check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
+check "handoff record carries the clock samples and the old kernel's probe" python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["measure"]; sys.exit(not (m["reboot_sample"]["tsc"] > 0 and m["request_sample"]["monotonic_ns"] >= m["reboot_sample"]["monotonic_ns"] and m["old_probe"]["available"]))' "$ROOT/var/lib/upgraded/updates/$ID.json"
 check "State is committing" test "$("$CTL" show -p State --value)" = committing
 "$CTL" status >"$T/status.out"
 sed 's/^/# /' "$T/status.out"
@@ -282,6 +285,17 @@ check "report names old and new kernel" bash -c "python3 -c 'import json,sys; r=
 check "report file on disk" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID.json"
 check "report carries the VM and the policy's decisions" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); v=r[\"vms\"][0]; d=r[\"decisions\"]; sys.exit(not (v[\"name\"]==\"test\" and v[\"strategy\"]==\"checkpoint\" and d[\"verdict\"][\"allowed\"] and d[\"vms\"][0][\"reasons\"]))' '$T/report.json'"
 check "human report" bash -c "'$CTL' report '$ID' | grep -q 'Result: success'"
+# The measurement: the probe really ran on this kernel in both daemon runs (root, BTF).
+"$CTL" report "$ID" >"$T/report.txt"
+sed 's/^/# /' "$T/report.txt"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("# timebase:", json.dumps(r["timebase"])[:400]); print("# totals:", r["totals"]); print("# missing:", r["missing"])' "$T/report.json"
+check "report: probe attached on the old kernel (commit) and the new one (daemon start)" python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["probe"]; sys.exit(not (p["old"]["available"] and p["new"]["available"] and "reboot-request" in p["old"]["marks_ns"] and "daemon-start" in p["new"]["marks_ns"]))' "$T/report.json"
+check "report: the reboot-request sample travelled in the handoff record" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r["timebase"] is None or "realtime_gap_ns" not in r["timebase"])' "$T/report.json"
+check "report: boot analysis of this machine's kmsg" python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["boot"]; sys.exit(not (b and b["messages"] > 0))' "$T/report.json"
+check "report: no VM tracked, so the VM totals are listed as missing" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["totals"]["max_vm_downtime_ns"] is None and any(m["figure"]=="vm_downtime_totals" for m in r["missing"])))' "$T/report.json"
+for line in "Result: success" "Mode: " "Timebase: " "Host blackout: " "Max VM downtime: " "Missing: " "Timeline"; do
+        check "human report has '$line'" grep -q "$line" "$T/report.txt"
+done
 stop_daemon
 
 # ---- systemd refuses the kexec (no systemd on this bus): rollback, failed ----
@@ -333,6 +347,7 @@ fi
 kill "$MON_PID" 2>/dev/null; wait "$MON_PID" 2>/dev/null; MON_PID=
 check "unknown option answered with InvalidOption" grep -q "ErrorName=org.upgraded.Upgrade1.Error.InvalidOption" "$T/monitor.txt"
 check "Finished signal emitted" grep -q "Member=Finished" "$T/monitor.txt"
+check "ReportReady signal emitted on the Manager" bash -c "grep -A3 'Member=ReportReady' '$T/monitor.txt' | grep -q 'Path=/org/upgraded/Upgrade1$' || grep 'Member=ReportReady' '$T/monitor.txt' | grep -q 'Path=/org/upgraded/Upgrade1 '"
 check "PropertiesChanged on an update object" bash -c "grep 'Member=PropertiesChanged' '$T/monitor.txt' | grep -q 'Path=/org/upgraded/Upgrade1/update/'"
 
 echo "1..$n"

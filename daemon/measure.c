@@ -1,0 +1,757 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Measurement of an update across the kexec: see measure.h and docs/report.md.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "bootlog.h"
+#include "fileio.h"
+#include "log.h"
+#include "macros.h"
+#include "measure.h"
+#include "path-util.h"
+#include "string-util.h"
+
+#define MEASURE_FIRST_RUN_WAIT_MS 1000 /* how long the report waits for resumed vCPUs to run */
+#define MEASURE_FILE_MAX          (16u * 1024u * 1024u)
+
+typedef struct MeasureVm {
+	char *name;
+	uint32_t index; /* in the probe of this kernel */
+} MeasureVm;
+
+struct Measure {
+	char *root;
+	sd_event *event;
+	sd_event_source *io;
+	ProbeOptions probe_opts;
+	char *btf_path;
+
+	Probe *probe; /* this kernel's, NULL until opened */
+	MeasureVm *vms;
+	size_t n_vms;
+
+	bool started;         /* measure_daemon_start() found a handoff to complete */
+	TimebaseSample start; /* new kernel: at daemon start */
+	int (*sample_now)(TimebaseSample *ret);
+};
+
+/* ---- constructors ---- */
+
+int measure_new(const MeasureOptions *opts, Measure **ret) {
+	_cleanup_(measure_freep) Measure *m = NULL;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	if (opts && opts->root && !streq(opts->root, "/")) {
+		m->root = strdup(opts->root);
+		if (!m->root)
+			return -ENOMEM;
+	}
+	if (opts && opts->btf_path) {
+		m->btf_path = strdup(opts->btf_path);
+		if (!m->btf_path)
+			return -ENOMEM;
+	}
+	m->event = opts && opts->event ? sd_event_ref(opts->event) : NULL;
+	m->probe_opts =
+	        (ProbeOptions){ .disabled = opts && opts->probe_disabled, .btf_path = m->btf_path };
+	m->sample_now = timebase_sample_now;
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+static void measure_close_probe(Measure *m) {
+	m->io = sd_event_source_disable_unref(m->io);
+	m->probe = probe_close(m->probe);
+	for (size_t i = 0; i < m->n_vms; i++)
+		free(m->vms[i].name);
+	free(m->vms);
+	m->vms = NULL;
+	m->n_vms = 0;
+}
+
+Measure *measure_free(Measure *m) {
+	if (!m)
+		return NULL;
+	measure_close_probe(m);
+	sd_event_unref(m->event);
+	free(m->btf_path);
+	free(m->root);
+	free(m);
+	return NULL;
+}
+
+/* Test seam: the clock sample source (timebase_sample_now() normally). */
+void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret));
+void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret)) {
+	m->sample_now = f ?: timebase_sample_now;
+}
+
+Probe *measure_probe(Measure *m) {
+	return m ? m->probe : NULL;
+}
+
+/* ---- helpers ---- */
+
+static int on_probe_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	Measure *m = userdata;
+
+	(void)s, (void)fd, (void)revents;
+	(void)probe_consume(m->probe);
+	return 0;
+}
+
+/* Opens this kernel's probe once; degraded (marks only) is fine. */
+static int measure_open_probe(Measure *m) {
+	const char *detail = NULL;
+	int r;
+
+	if (m->probe)
+		return 0;
+	r = probe_open(&m->probe_opts, &m->probe);
+	if (r < 0)
+		return log_warning_errno(r, "Cannot set up the vCPU probe: %m");
+	if (r == 0) {
+		ProbeUnavailable u = probe_unavailable(m->probe, &detail);
+		log_info("vCPU probe unavailable (%s): %s; the report keeps the daemon's marks.",
+		         probe_unavailable_to_string(u), strna(detail));
+		return 0;
+	}
+	if (m->event && probe_fd(m->probe) >= 0) {
+		r = sd_event_add_io(m->event, &m->io, probe_fd(m->probe), EPOLLIN, on_probe_io, m);
+		if (r < 0)
+			log_warning_errno(r, "Cannot watch the probe's ring buffer, ignoring: %m");
+	}
+	return 0;
+}
+
+static MeasureVm *measure_find_vm(Measure *m, const char *name) {
+	for (size_t i = 0; i < m->n_vms; i++)
+		if (streq(m->vms[i].name, name))
+			return &m->vms[i];
+	return NULL;
+}
+
+static int measure_get_vm(Measure *m, const char *name, uint32_t *ret) {
+	MeasureVm *v, *n;
+	int r;
+
+	if (!name || !*name)
+		return -EINVAL;
+	r = measure_open_probe(m);
+	if (r < 0)
+		return r;
+	v = measure_find_vm(m, name);
+	if (!v) {
+		n = realloc(m->vms, (m->n_vms + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->vms = n;
+		v = &m->vms[m->n_vms];
+		*v = (MeasureVm){ .name = strdup(name) };
+		if (!v->name)
+			return -ENOMEM;
+		r = probe_add_vm(m->probe, name, &v->index);
+		if (r < 0) {
+			free(v->name);
+			return r;
+		}
+		m->n_vms++;
+	}
+	*ret = v->index;
+	return 0;
+}
+
+static json_object *sample_to_json(const TimebaseSample *s) {
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "tsc", json_object_new_uint64(s->tsc));
+	json_object_object_add(o, "realtime_ns", json_object_new_uint64(s->realtime_ns));
+	json_object_object_add(o, "monotonic_ns", json_object_new_uint64(s->monotonic_ns));
+	json_object_object_add(o, "skew_ns", json_object_new_uint64(s->skew_ns));
+	return o;
+}
+
+static uint64_t get_u64(json_object *o, const char *key) {
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 0)
+		return 0;
+	return json_object_get_uint64(v);
+}
+
+/* false when absent or malformed: the record is input from a previous boot. */
+static bool sample_from_json(json_object *o, TimebaseSample *ret) {
+	if (!o || !json_object_is_type(o, json_type_object))
+		return false;
+	*ret = (TimebaseSample){ .tsc = get_u64(o, "tsc"),
+		                 .realtime_ns = get_u64(o, "realtime_ns"),
+		                 .monotonic_ns = get_u64(o, "monotonic_ns"),
+		                 .skew_ns = get_u64(o, "skew_ns") };
+	return ret->realtime_ns > 0 && ret->monotonic_ns > 0;
+}
+
+static json_object *measure_record(Update *u) {
+	if (!u->measure)
+		u->measure = json_object_new_object();
+	return u->measure;
+}
+
+static json_object *get_obj(json_object *o, const char *key) {
+	json_object *v = NULL;
+
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v;
+}
+
+static int root_file(Measure *m, const char *path, char **ret_data, size_t *ret_size) {
+	_cleanup_free_ char *p = NULL;
+	int r;
+
+	r = path_prefix_root(m->root, path, &p);
+	if (r < 0)
+		return r;
+	if (streq(path, "/dev/kmsg"))
+		return bootlog_read_kmsg(p, ret_data, ret_size);
+	return read_file_full(p, MEASURE_FILE_MAX, ret_data, ret_size);
+}
+
+static void add_missing(json_object *missing, const char *figure, const char *fmt, ...)
+        _printf_(3, 4);
+static void add_missing(json_object *missing, const char *figure, const char *fmt, ...) {
+	_cleanup_free_ char *why = NULL;
+	json_object *o;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&why, fmt, ap) < 0)
+		why = NULL;
+	va_end(ap);
+	o = json_object_new_object();
+	json_object_object_add(o, "figure", json_object_new_string(figure));
+	json_object_object_add(o, "reason", json_object_new_string(why ?: "out of memory"));
+	json_object_array_add(missing, o);
+}
+
+static json_object *phase_new(const char *name, int64_t start, int64_t end, bool estimated,
+                              const char *kernel) {
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "start_ns", json_object_new_int64(start));
+	json_object_object_add(o, "end_ns", json_object_new_int64(end));
+	json_object_object_add(o, "duration_ns", json_object_new_int64(end - start));
+	json_object_object_add(o, "kernel", json_object_new_string(kernel));
+	json_object_object_add(o, "estimated", json_object_new_boolean(estimated));
+	return o;
+}
+
+/* The last stamp called name taken in boot boot_id, as CLOCK_MONOTONIC ns (0: none). */
+static uint64_t stamp_ns(const Update *u, const char *name, const char *boot_id) {
+	for (size_t i = u->n_stamps; i > 0; i--) {
+		const UpdateStamp *s = &u->stamps[i - 1];
+		if (streq(s->name, name) && boot_id && streq(s->boot_id, boot_id))
+			return s->monotonic_usec * 1000;
+	}
+	return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Waits (bounded, on the ring buffer's fd, not a sleep loop) until every resumed VM's
+ * vCPUs ran once, so first_ran is known when the report is written. */
+static void measure_wait_first_runs(Measure *m) {
+	struct timespec t0;
+	int fd;
+
+	if (!m->probe || (fd = probe_fd(m->probe)) < 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct timespec now;
+		bool pending = false;
+		long waited;
+
+		(void)probe_consume(m->probe);
+		for (size_t i = 0; i < m->n_vms; i++) {
+			ProbeVmResult r;
+			if (probe_result(m->probe, m->vms[i].index, &r) >= 0 &&
+			    r.marks[PROBE_MARK_RESUME] && r.n_threads > 0 && !r.first_ran_ns)
+				pending = true;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (!pending || waited >= MEASURE_FIRST_RUN_WAIT_MS)
+			return;
+		(void)poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1,
+		           (int)(MEASURE_FIRST_RUN_WAIT_MS - waited));
+	}
+}
+
+/* ---- the seams ---- */
+
+/* Pre-handoff step "measure-open": the probe runs before the first VM is paused,
+ * and an early clock sample lets the timebase see a step of CLOCK_REALTIME. */
+static int hook_measure_open(Context *c, Update *u, void *userdata, char **ret_reason) {
+	Measure *m = userdata;
+	TimebaseSample s;
+	json_object *rec;
+
+	(void)c, (void)ret_reason;
+	(void)measure_open_probe(m);
+	rec = measure_record(u);
+	if (rec && m->sample_now(&s) >= 0)
+		json_object_object_add(rec, "commit_sample", sample_to_json(&s));
+	return 0; /* measurement never fails a commit */
+}
+
+/* Right before the handoff record is written: the old kernel's figures and the
+ * reboot-request sample (t = 0 of the report's axis) go into it. */
+static void measure_handoff_prepare(Context *c, Update *u, void *userdata) {
+	Measure *m = userdata;
+	json_object *rec, *probe = NULL;
+	TimebaseSample s;
+
+	(void)c;
+	rec = measure_record(u);
+	if (!rec)
+		return;
+	if (m->sample_now(&s) >= 0) {
+		json_object_object_add(rec, "reboot_sample", sample_to_json(&s));
+		if (m->probe)
+			(void)probe_mark_at(m->probe, PROBE_HOST, PROBE_MARK_REBOOT_REQUEST,
+			                    s.monotonic_ns);
+	}
+	if (m->probe) {
+		(void)probe_consume(m->probe);
+		if (probe_to_json(m->probe, &probe) >= 0)
+			json_object_object_add(rec, "old_probe", probe);
+	}
+}
+
+/* Right before the kexec is requested: the exact t = 0. The record written before
+ * carries the earlier sample; this one reaches the disk with the
+ * "handoff-requested" phase (best effort) and is preferred when it did. */
+static void measure_handoff_request(Context *c, Update *u, void *userdata) {
+	Measure *m = userdata;
+	json_object *rec = measure_record(u), *marks;
+	TimebaseSample s;
+
+	(void)c;
+	if (!rec || m->sample_now(&s) < 0)
+		return;
+	json_object_object_add(rec, "request_sample", sample_to_json(&s));
+	marks = get_obj(get_obj(rec, "old_probe"), "marks_ns");
+	if (marks)
+		json_object_object_add(marks, "reboot-request",
+		                       json_object_new_uint64(s.monotonic_ns));
+}
+
+static bool measure_on_new_kernel(Measure *m, Context *c, const Update *u) {
+	return m->started && u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id);
+}
+
+/* Finds a VM's probe figures by name in a probe fragment. */
+static bool fragment_vm(json_object *frag, const char *name, ProbeVmResult *ret) {
+	json_object *vms = get_obj(frag, "vms"), *n;
+
+	if (!vms || !json_object_is_type(vms, json_type_array))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(vms); i++) {
+		json_object *v = json_object_array_get_idx(vms, i);
+		if (json_object_object_get_ex(v, "name", &n) &&
+		    streq_ptr(json_object_get_string(n), name))
+			return probe_vm_result_from_json(v, ret) >= 0;
+	}
+	return false;
+}
+
+static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
+                                 json_object *old_probe, json_object *new_probe,
+                                 json_object *report, json_object *missing) {
+	json_object *out = json_object_new_array(), *vms = get_obj(old_probe, "vms"), *totals;
+	int64_t *d = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0;
+	     vms && json_object_is_type(vms, json_type_array) && i < json_object_array_length(vms);
+	     i++) {
+		json_object *v = json_object_array_get_idx(vms, i), *name, *o;
+		ProbeVmResult old = {}, new = {};
+		uint64_t a, b;
+		const char *src_a, *src_b, *vm;
+		int64_t ns;
+		int r;
+
+		if (!json_object_object_get_ex(v, "name", &name))
+			continue;
+		vm = json_object_get_string(name);
+		(void)probe_vm_result_from_json(v, &old);
+		(void)fragment_vm(new_probe, vm, &new);
+
+		a = old.available && old.last_ran_ns ? old.last_ran_ns
+		                                     : old.marks[PROBE_MARK_PAUSE];
+		src_a = old.available && old.last_ran_ns ? "probe" : "marks";
+		b = new.available &&new.first_ran_ns ? new.first_ran_ns
+		                                     : new.marks[PROBE_MARK_RESUME];
+		src_b = new.available &&new.first_ran_ns ? "probe" : "marks";
+
+		o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(vm));
+		r = timebase_downtime(tb, in, a, b, &ns);
+		if (r < 0) {
+			json_object_object_add(o, "downtime_ns", NULL);
+			add_missing(missing, "vm_downtime", "%s: %s", vm,
+			            r == -EINVAL ? "pause or resume moment not observed"
+			            : r == -EDOM ? "no common timebase"
+			                         : "inconsistent moments (resumed before paused)");
+		} else {
+			int64_t *nd = realloc(d, (n + 1) * sizeof(*d));
+			if (nd) {
+				d = nd;
+				d[n++] = ns;
+			}
+			json_object_object_add(o, "downtime_ns", json_object_new_int64(ns));
+		}
+		json_object_object_add(o, "uncertainty_ns",
+		                       json_object_new_uint64(tb->uncertainty_ns));
+		json_object_object_add(o, "estimated", json_object_new_boolean(true));
+		json_object_object_add(
+		        o, "downtime_source",
+		        json_object_new_string(streq(src_a, src_b) ? src_a : "mixed"));
+		json_object_array_add(out, o);
+	}
+	json_object_object_add(report, "vm_downtime", out);
+
+	totals = get_obj(report, "totals");
+	if (totals && n > 0) {
+		qsort(d, n, sizeof(*d), cmp_i64);
+		json_object_object_add(totals, "max_vm_downtime_ns",
+		                       json_object_new_int64(d[n - 1]));
+		json_object_object_add(
+		        totals, "median_vm_downtime_ns",
+		        json_object_new_int64(n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2));
+	} else if (totals)
+		add_missing(missing, "vm_downtime_totals", "%s",
+		            vms && json_object_array_length(vms) > 0
+		                    ? "no VM downtime could be computed"
+		                    : "no VM was tracked during the update");
+	free(d);
+}
+
+/* Adds the measured sections to a report being built (defaults from report_build()
+ * are replaced section by section). */
+static int measure_report_extend(Context *c, Update *u, json_object *report, void *userdata) {
+	Measure *m = userdata;
+	_cleanup_free_ char *cpuinfo = NULL, *kmsg = NULL, *cmdline = NULL;
+	json_object *missing = json_object_new_array(), *phases = json_object_new_array();
+	json_object *old_probe = get_obj(u->measure, "old_probe"), *new_probe = NULL, *o;
+	json_object *totals = get_obj(report, "totals"), *purg = get_obj(report, "purgatory");
+	TimebaseInput in = {};
+	Timebase tb = {};
+	bool have_reboot, have_tb = false;
+	uint64_t commit_ns;
+	size_t kmsg_size = 0;
+	int r, tbr;
+
+	if (!missing || !phases)
+		return -ENOMEM;
+	have_reboot = sample_from_json(get_obj(u->measure, "request_sample"), &in.old_reboot) ||
+	              sample_from_json(get_obj(u->measure, "reboot_sample"), &in.old_reboot);
+	(void)sample_from_json(get_obj(u->measure, "commit_sample"), &in.old_earlier);
+
+	/* The probe on both kernels. */
+	if (m->probe) {
+		if (measure_on_new_kernel(m, c, u))
+			measure_wait_first_runs(m);
+		(void)probe_consume(m->probe);
+		(void)probe_to_json(m->probe, &new_probe);
+	}
+	o = json_object_new_object();
+	if (measure_on_new_kernel(m, c, u)) {
+		json_object_object_add(o, "old", old_probe ? json_object_get(old_probe) : NULL);
+		json_object_object_add(o, "new", new_probe);
+	} else {
+		/* Still on the old kernel (the commit failed): this probe is the old one. */
+		json_object_object_add(o, "old", new_probe);
+		json_object_object_add(o, "new", NULL);
+		old_probe = new_probe;
+		new_probe = NULL;
+	}
+	json_object_object_add(report, "probe", o);
+	if (!old_probe)
+		add_missing(missing, "probe_old", "%s",
+		            u->measure ? "the handoff record carries no probe figures"
+		                       : "the old kernel recorded no measurement");
+	else if (!json_object_get_boolean(get_obj(old_probe, "available")))
+		add_missing(missing, "vcpu_last_ran",
+		            "probe unavailable on the old kernel: %s (%s)",
+		            json_object_get_string(get_obj(old_probe, "reason")),
+		            json_object_get_string(get_obj(old_probe, "detail")));
+	if (measure_on_new_kernel(m, c, u)) {
+		if (!new_probe)
+			add_missing(missing, "probe_new", "%s", "the probe was not opened");
+		else if (!json_object_get_boolean(get_obj(new_probe, "available")))
+			add_missing(missing, "vcpu_first_ran",
+			            "probe unavailable on the new kernel: %s (%s)",
+			            json_object_get_string(get_obj(new_probe, "reason")),
+			            json_object_get_string(get_obj(new_probe, "detail")));
+	}
+
+	/* Old-kernel phase: commit request -> reboot request (or -> failure). */
+	commit_ns = stamp_ns(u, "commit-requested", u->handoff_boot_id ?: c->boot_id);
+	if (!measure_on_new_kernel(m, c, u)) {
+		uint64_t end = stamp_ns(u, "failed", c->boot_id);
+		if (commit_ns && end >= commit_ns) {
+			json_object_array_add(phases,
+			                      phase_new("pre-handoff", 0,
+			                                (int64_t)(end - commit_ns), false, "old"));
+			json_object_object_add(report, "phase_axis",
+			                       json_object_new_string("commit-request"));
+		}
+		add_missing(missing, "timebase", "%s", "the update did not reach a new kernel");
+		json_object_object_add(report, "phases", phases);
+		json_object_object_add(report, "missing", missing);
+		measure_close_probe(m); /* this update's measurement is over */
+		return 0;
+	}
+
+	/* The new kernel: one axis across the kexec. */
+	in.new_start = m->start;
+	(void)root_file(m, "/proc/cpuinfo", &cpuinfo, NULL);
+	r = root_file(m, "/dev/kmsg", &kmsg, &kmsg_size);
+	if (r < 0)
+		add_missing(missing, "boot_analysis", "cannot read /dev/kmsg: %s", strerror(-r));
+	(void)timebase_cpu_parse(cpuinfo, kmsg, &in.cpu);
+	r = root_file(m, "/proc/cmdline", &cmdline, NULL);
+	if (r >= 0) {
+		r = timebase_stamps_from_cmdline(cmdline, &in.stamps);
+		if (r == -EBADMSG)
+			add_missing(missing, "purgatory_stamps", "%s",
+			            "upgraded.stamps= on /proc/cmdline is malformed");
+	}
+
+	tbr = have_reboot ? timebase_compute(&in, &tb) : -ENODATA;
+	if (!have_reboot)
+		add_missing(missing, "timebase", "%s",
+		            "the handoff record has no reboot-request clock sample");
+	else if (tbr < 0)
+		add_missing(missing, "timebase", "%s", "clock samples unusable");
+	else if (tb.kind == TIMEBASE_NONE)
+		add_missing(missing, "timebase", "%s",
+		            "the kernels cannot be ordered (realtime went backwards)");
+	else
+		have_tb = true;
+	if (tbr >= 0) {
+		json_object *t = NULL;
+		if (timebase_to_json(&tb, &in, &t) >= 0)
+			json_object_object_add(report, "timebase", t);
+	}
+
+	if (have_tb) {
+		json_object *tp = get_obj(get_obj(report, "timebase"), "phases");
+		uint64_t done = stamp_ns(u, "completed", c->boot_id);
+		int64_t start = timebase_new_to_axis(&tb, m->start.monotonic_ns);
+
+		json_object_object_add(report, "phase_axis",
+		                       json_object_new_string("reboot-request"));
+		if (commit_ns && commit_ns <= in.old_reboot.monotonic_ns)
+			json_object_array_add(phases,
+			                      phase_new("pre-handoff",
+			                                timebase_old_to_axis(&in, commit_ns), 0,
+			                                false, "old"));
+		for (size_t i = 0; tp && i < json_object_array_length(tp); i++) {
+			json_object *p = json_object_array_get_idx(tp, i);
+			json_object *x = phase_new(json_object_get_string(get_obj(p, "name")),
+			                           json_object_get_int64(get_obj(p, "start_ns")),
+			                           json_object_get_int64(get_obj(p, "end_ns")),
+			                           true, "handoff");
+			json_object_array_add(phases, x);
+		}
+		if (done)
+			json_object_array_add(phases, phase_new("post-boot", start,
+			                                        timebase_new_to_axis(&tb, done),
+			                                        true, "new"));
+		json_object_object_add(totals, "host_blackout_ns", json_object_new_int64(start));
+		json_object_object_add(totals, "uncertainty_ns",
+		                       json_object_new_uint64(tb.uncertainty_ns));
+		json_object_object_add(totals, "timebase",
+		                       json_object_new_string(timebase_kind_to_string(tb.kind)));
+	} else
+		add_missing(missing, "host_blackout", "%s", "no common timebase");
+	measure_vm_downtimes(&tb, &in, old_probe, new_probe, report, missing);
+
+	/* Purgatory: its implementation and verification time from its stamps. */
+	if (purg && in.stamps.impl) {
+		const char *impl = in.stamps.impl == 's'   ? "sha-ni"
+		                   : in.stamps.impl == 'a' ? "avx2"
+		                   : in.stamps.impl == 'g' ? "generic"
+		                                           : "none";
+		if (in.stamps.mode != '-') /* '-': the template, purgatory never ran */
+			json_object_object_add(purg, "impl", json_object_new_string(impl));
+	}
+	if (purg) {
+		bool have = have_tb && tb.stamp_ns[0] != TIMEBASE_STAMP_ABSENT &&
+		            tb.stamp_ns[1] != TIMEBASE_STAMP_ABSENT;
+		if (have) {
+			json_object_object_add(
+			        purg, "verify_ns",
+			        json_object_new_int64(tb.stamp_ns[1] - tb.stamp_ns[0]));
+			json_object_object_add(purg, "verify_estimated",
+			                       json_object_new_boolean(!tb.stamps_trusted));
+			json_object_object_add(purg, "reason", NULL);
+		} else
+			add_missing(
+			        missing, "purgatory_verify", "%s",
+			        in.stamps.entry || in.stamps.verified
+			                ? "purgatory stamps incomplete or not on a usable timebase"
+			                : "no upgraded.stamps= on /proc/cmdline (the kernel's own "
+			                  "purgatory, e.g. kexec_file_load, stamps nothing)");
+	}
+
+	/* Boot analysis of the new kernel. */
+	if (kmsg) {
+		Bootlog b = {};
+		json_object *j = NULL;
+
+		if (bootlog_parse(kmsg, kmsg_size, &b) >= 0 && bootlog_to_json(&b, &j) >= 0)
+			json_object_object_add(report, "boot", j);
+		bootlog_done(&b);
+	}
+
+	json_object_object_add(report, "phases", phases);
+	json_object_object_add(report, "missing", missing);
+	measure_close_probe(m); /* this update's measurement is over */
+	m->started = false;
+	return 0;
+}
+
+/* ---- public entry points ---- */
+
+int measure_attach(Measure *m, Context *c) {
+	int r;
+
+	if (!m || !c)
+		return -EINVAL;
+	r = context_add_hook(c, HOOK_PRE_HANDOFF, "measure-open", hook_measure_open, m);
+	if (r < 0)
+		return r;
+	c->measure = (ContextMeasure){ .handoff_prepare = measure_handoff_prepare,
+		                       .handoff_request = measure_handoff_request,
+		                       .report_extend = measure_report_extend,
+		                       .userdata = m };
+	return 0;
+}
+
+int measure_daemon_start(Measure *m, Context *c) {
+	bool pending = false;
+
+	if (!m || !c)
+		return -EINVAL;
+	for (size_t i = 0; i < c->n_updates; i++) {
+		Update *u = c->updates[i];
+		if ((u->state == UPDATE_COMMITTING || u->state == UPDATE_COMPLETING) &&
+		    u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id))
+			pending = true;
+	}
+	if (!pending)
+		return 0;
+	if (m->sample_now(&m->start) < 0)
+		return log_warning_errno(-EIO, "Cannot read the clocks at daemon start: %m");
+	m->started = true;
+	(void)measure_open_probe(m);
+	if (m->probe)
+		(void)probe_mark_at(m->probe, PROBE_HOST, PROBE_MARK_DAEMON_START,
+		                    m->start.monotonic_ns);
+	return 1;
+}
+
+int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid) {
+	uint32_t i;
+	int r;
+
+	if (!m || qemu_pid <= 0)
+		return -EINVAL;
+	r = measure_get_vm(m, vm, &i);
+	if (r < 0)
+		return r;
+	r = probe_track_qemu(m->probe, i, qemu_pid);
+	if (r < 0 && r != -EOPNOTSUPP)
+		log_warning_errno(r, "Cannot track the vCPU threads of '%s' (pid %d), ignoring: %m",
+		                  vm, (int)qemu_pid);
+	return r == -EOPNOTSUPP ? 0 : r;
+}
+
+int measure_window_start(Measure *m, const char *vm) {
+	uint32_t i;
+	int r;
+
+	if (!m)
+		return -EINVAL;
+	r = measure_get_vm(m, vm, &i);
+	if (r < 0)
+		return r;
+	return probe_window_start(m->probe, i, NULL);
+}
+
+int measure_mark(Measure *m, const char *vm, ProbeMark mark) {
+	uint32_t i = PROBE_HOST;
+	int r;
+
+	if (!m || mark < 0 || mark >= _PROBE_MARK_MAX)
+		return -EINVAL;
+	if (vm) {
+		r = measure_get_vm(m, vm, &i);
+		if (r < 0)
+			return r;
+	} else {
+		r = measure_open_probe(m);
+		if (r < 0)
+			return r;
+	}
+	return probe_mark(m->probe, i, mark);
+}
+
+int measure_vm_outcome(Measure *m, const char *vm, const char *outcome) {
+	static const struct {
+		const char *outcome;
+		int mark; /* -1: no mark */
+	} table[] = {
+		{ "paused", PROBE_MARK_PAUSE },
+		{ "saved", PROBE_MARK_SAVE_COMPLETE },
+		{ "restored", PROBE_MARK_RESTORE },
+		{ "resumed", PROBE_MARK_RESUME },
+		{ "pending", -1 },
+		{ "saving", -1 },
+		{ "shutting-down", -1 },
+		{ "shut-down", -1 },
+		{ "ignored", -1 },
+		{ "rolled-back", -1 },
+		{ "restoring", -1 },
+		{ "failed", -1 },
+	};
+
+	if (!m || !vm || !outcome)
+		return -EINVAL;
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		if (streq(table[i].outcome, outcome))
+			return table[i].mark < 0 ? 0
+			                         : measure_mark(m, vm, (ProbeMark)table[i].mark);
+	return -EINVAL;
+}

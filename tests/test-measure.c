@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The measurement wiring (daemon/measure.c) and the report it fills, against a
+ * temporary root with fake /proc/cpuinfo, /proc/cmdline and /dev/kmsg files and
+ * scripted clock samples: TSC timebase, realtime fallback, purgatory stamps
+ * present and missing, the probe unavailable. Every report is validated against
+ * docs/report.schema.json. Also the journal entry's fields (captured, never sent).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+
+#include "context.h"
+#include "daemon-test-util.h"
+#include "measure.h"
+#include "path-util.h"
+#include "report.h"
+#include "string-util.h"
+
+#define OLD_BOOT "0000000000000000000000000000000a"
+#define NEW_BOOT "0000000000000000000000000000000b"
+#define S        UINT64_C(1000000000)
+
+void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret));
+
+/* Scripted clocks: a 2 GHz TSC counting from the old kernel's boot (TSC = 2 x the old
+ * kernel's CLOCK_MONOTONIC); the reboot request (t = 0) is at old monotonic 110 s, the
+ * handoff record was written 100 ms before it; the new kernel's CLOCK_MONOTONIC zero
+ * is at t = 3 s and the daemon starts at new monotonic 5 s (t = 8 s). */
+static const TimebaseSample samples[] = {
+	/* commit */
+	{ .tsc = 2 * 100 * S, .realtime_ns = 1000 * S, .monotonic_ns = 100 * S, .skew_ns = 50 },
+	/* handoff record */
+	{ .tsc = 2 * (110 * S - S / 10),
+	  .realtime_ns = 1010 * S - S / 10,
+	  .monotonic_ns = 110 * S - S / 10,
+	  .skew_ns = 50 },
+	/* reboot request */
+	{ .tsc = 2 * 110 * S, .realtime_ns = 1010 * S, .monotonic_ns = 110 * S, .skew_ns = 50 },
+	/* daemon start on the new kernel */
+	{ .tsc = 2 * 118 * S, .realtime_ns = 1018 * S, .monotonic_ns = 5 * S, .skew_ns = 50 },
+};
+static size_t n_sampled;
+
+static int fake_sample(TimebaseSample *ret) {
+	assert_true(n_sampled < ELEMENTSOF(samples));
+	*ret = samples[n_sampled++];
+	return 0;
+}
+
+typedef struct World {
+	char *root;
+	const char *cpuflags;
+	const char *cmdline;
+	bool kmsg;
+	bool request_lost; /* the "handoff-requested" write did not reach the disk */
+} World;
+
+static void put(const char *root, const char *rel, const char *text) {
+	_cleanup_free_ char *p = NULL, *d = NULL;
+
+	assert_true(asprintf(&p, "%s%s", root, rel) > 0);
+	d = strdup(p);
+	*strrchr(d, '/') = 0;
+	assert_int_equal(mkdir_p(d, 0755), 0);
+	assert_int_equal(write_file_atomic(p, text, strlen(text), 0644), 0);
+}
+
+static const char kmsg[] = "6,0,0,-;Linux version 6.1.0-57-cloud-amd64\n"
+                           "6,1,1000,-;tsc: Refined TSC clocksource calibration: 2000.000 MHz\n"
+                           "6,2,1200,-;clocksource: Switched to clocksource tsc\n"
+                           "6,3,301200,-;ACPI: stall ended here\n"
+                           "6,4,400000,-;Run /sbin/init as init process\n";
+
+static void validate(const char *root, json_object *o) {
+	_cleanup_free_ char *path = NULL, *cmd = NULL;
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+
+	assert_true(asprintf(&path, "%s/report.json", root) > 0);
+	assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
+	assert_true(asprintf(&cmd, "python3 '%s' '%s' '%s'", VALIDATE_REPORT, REPORT_SCHEMA, path) >
+	            0);
+	assert_int_equal(system(cmd), 0);
+}
+
+static json_object *jget(json_object *o, const char *a, const char *b) {
+	json_object *v = NULL;
+
+	assert_true(json_object_object_get_ex(o, a, &v));
+	if (b)
+		assert_true(json_object_object_get_ex(v, b, &v));
+	return v;
+}
+
+static bool has_missing(json_object *o, const char *figure, const char *reason_part) {
+	json_object *a = jget(o, "missing", NULL);
+
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *m = json_object_array_get_idx(a, i);
+		if (streq(json_object_get_string(jget(m, "figure", NULL)), figure) &&
+		    (!reason_part ||
+		     strstr(json_object_get_string(jget(m, "reason", NULL)), reason_part)))
+			return true;
+	}
+	return false;
+}
+
+static void set_stamp(Update *u, const char *name, const char *boot, uint64_t mono_ns) {
+	assert_int_equal(update_add_stamp(u, name, false, boot), 0);
+	u->stamps[u->n_stamps - 1].monotonic_usec = mono_ns / 1000;
+}
+
+/* Runs one update through both kernels' measurement; returns its report. */
+static json_object *run_update(World *w) {
+	_cleanup_(context_freep) Context *c = NULL;
+	_cleanup_(measure_freep) Measure *m = NULL;
+	json_object *o = NULL;
+	Update *u;
+	uint32_t vm = 0;
+
+	if (w->cpuflags)
+		put(w->root, "/proc/cpuinfo", w->cpuflags);
+	put(w->root, "/proc/cmdline", w->cmdline ?: "root=/dev/vda1 ro\n");
+	if (w->kmsg)
+		put(w->root, "/dev/kmsg", kmsg);
+	n_sampled = 0;
+
+	assert_int_equal(context_new(w->root, &kexec_backend_record, &c), 0);
+	u = update_new("0123456789abcdef");
+	assert_non_null(u);
+	c->updates = calloc(1, sizeof(Update *));
+	c->updates[0] = u;
+	c->n_updates = 1;
+	assert_int_equal(update_set_string(&u->kernel.path, "/boot/vmlinuz-new"), 0);
+	memset(u->kernel.sha256, 'a', 64);
+	u->kernel.size = 1000;
+	assert_int_equal(update_set_string(&u->kernel_version, "6.1.0-57-cloud-amd64"), 0);
+	assert_int_equal(update_set_string(&u->backend, "record"), 0);
+	assert_int_equal(update_set_string(&u->handoff, "verified"), 0);
+	assert_int_equal(update_set_string(&u->handoff_reason, "planned update;blocking: x: y"), 0);
+	assert_int_equal(update_set_string(&u->cmdline, "root=/dev/vda1 ro"), 0);
+
+	/* Old kernel: commit, one VM paused at t = -5 s, handoff. */
+	memcpy(c->boot_id, OLD_BOOT, 33);
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	measure_set_sample_func(m, fake_sample);
+	assert_int_equal(measure_attach(m, c), 0);
+	set_stamp(u, "commit-requested", OLD_BOOT, 100 * S);
+	for (size_t i = 0; i < c->n_hooks; i++)
+		if (streq(c->hooks[i].name, "measure-open"))
+			assert_int_equal(c->hooks[i].func(c, u, c->hooks[i].userdata, NULL), 0);
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_PAUSE), 0);
+	assert_int_equal(probe_mark_at(measure_probe(m), vm, PROBE_MARK_PAUSE, 105 * S), 0);
+	assert_int_equal(update_set_string(&u->handoff_boot_id, OLD_BOOT), 0);
+	c->measure.handoff_prepare(c, u, c->measure.userdata);
+	if (w->request_lost)
+		n_sampled++;
+	else
+		c->measure.handoff_request(c, u, c->measure.userdata);
+	u->state = UPDATE_COMMITTING;
+	m = measure_free(m);
+
+	/* The record travels through JSON, as on disk. */
+	{
+		json_object *j = NULL;
+		Update *copy = NULL;
+		assert_int_equal(update_to_json(u, &j), 0);
+		assert_int_equal(update_from_json(j, &copy), 0);
+		json_object_put(j);
+		update_free(u);
+		c->updates[0] = u = copy;
+	}
+
+	/* New kernel: daemon start at t = 8 s, resume at new monotonic 6 s (t = 9 s). */
+	memcpy(c->boot_id, NEW_BOOT, 33);
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	measure_set_sample_func(m, fake_sample);
+	assert_int_equal(measure_attach(m, c), 0);
+	assert_int_equal(measure_daemon_start(m, c), 1);
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_RESUME), 0);
+	assert_int_equal(probe_mark_at(measure_probe(m), vm, PROBE_MARK_RESUME, 6 * S), 0);
+	set_stamp(u, "booted", NEW_BOOT, 5 * S);
+	set_stamp(u, "completed", NEW_BOOT, 7 * S);
+	u->state = UPDATE_DONE;
+
+	assert_int_equal(report_build(u, true, &o), 0);
+	assert_int_equal(c->measure.report_extend(c, u, o, c->measure.userdata), 0);
+	validate(w->root, o);
+	return o;
+}
+
+static int setup(void **state) {
+	World *w = calloc(1, sizeof(World));
+	w->root = test_mkroot();
+	assert_non_null(w->root);
+	*state = w;
+	return 0;
+}
+
+static int teardown(void **state) {
+	World *w = *state;
+	test_rmroot(w->root);
+	free(w);
+	return 0;
+}
+
+static void test_measure_tsc_timebase(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(jget(o, "timebase", "timebase")), "tsc");
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "host_blackout_ns")), 8 * S);
+	/* 8 s at 100 ppm + skews + 1 us */
+	assert_true(json_object_get_int64(jget(o, "totals", "uncertainty_ns")) < 1000000);
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "max_vm_downtime_ns")), 14 * S);
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "median_vm_downtime_ns")), 14 * S);
+	assert_string_equal(json_object_get_string(
+	                            jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0),
+	                                 "downtime_source", NULL)),
+	                    "marks");
+	assert_string_equal(json_object_get_string(jget(o, "phase_axis", NULL)), "reboot-request");
+	assert_string_equal(
+	        json_object_get_string(json_object_array_get_idx(jget(o, "handoff", "reasons"), 1)),
+	        "blocking: x: y");
+	/* phases: pre-handoff -10 s -> 0, handoff 0 -> 3 s, boot-to-daemon 3 -> 8 s,
+	 * post-boot 8 -> 10 s */
+	assert_int_equal(json_object_array_length(jget(o, "phases", NULL)), 4);
+	assert_int_equal(
+	        json_object_get_int64(jget(json_object_array_get_idx(jget(o, "phases", NULL), 0),
+	                                   "start_ns", NULL)),
+	        -10 * (int64_t)S);
+	assert_int_equal(
+	        json_object_get_int64(jget(json_object_array_get_idx(jget(o, "phases", NULL), 3),
+	                                   "duration_ns", NULL)),
+	        2 * S);
+	assert_int_equal(json_object_get_int64(jget(o, "boot", "init_us")), 400000);
+	/* kexec_file-style handoff: no stamps, the verify time is missing with the reason */
+	assert_true(json_object_is_type(jget(o, "purgatory", "verify_ns"), json_type_null));
+	assert_true(has_missing(o, "purgatory_verify", "upgraded.stamps="));
+	json_object_put(o);
+}
+
+static void test_measure_request_sample_lost(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	/* t = 0 falls back to the handoff record's sample, 100 ms earlier */
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	w->request_lost = true;
+	o = run_update(w);
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "host_blackout_ns")),
+	                 8 * S + S / 10);
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "max_vm_downtime_ns")), 14 * S);
+	json_object_put(o);
+}
+
+static void test_measure_realtime_fallback(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	w->cpuflags = "flags\t\t: fpu tsc\n"; /* no invariant TSC: the lab under TCG */
+	w->kmsg = true;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(jget(o, "timebase", "timebase")), "realtime");
+	assert_true(json_object_get_int64(jget(o, "totals", "uncertainty_ns")) >= (int64_t)S);
+	assert_int_equal(json_object_get_int64(jget(o, "totals", "host_blackout_ns")), 8 * S);
+	json_object_put(o);
+}
+
+static void test_measure_stamps_present(void **state) {
+	World *w = *state;
+	_cleanup_free_ char *cmdline = NULL;
+	json_object *o;
+
+	/* entry at t = 1 s, verified at 1.3 s, jump at 1.31 s (TSC = 220e9 + 2 * t) */
+	assert_true(asprintf(&cmdline,
+	                     "root=/dev/vda1 upgraded.stamps=%016" PRIx64 ",%016" PRIx64
+	                     ",%016" PRIx64 ",v,a\n",
+	                     220 * S + 2 * S, 220 * S + 2600000000, 220 * S + 2620000000) > 0);
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->cmdline = cmdline;
+	w->kmsg = true;
+	o = run_update(w);
+	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "verify_ns")), 300000000);
+	assert_string_equal(json_object_get_string(jget(o, "purgatory", "impl")), "avx2");
+	assert_false(json_object_get_boolean(jget(o, "purgatory", "verify_estimated")));
+	assert_false(has_missing(o, "purgatory_verify", NULL));
+	json_object_put(o);
+}
+
+static void test_measure_probe_unavailable_and_no_kmsg(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	w->cpuflags = NULL; /* no /proc/cpuinfo at all */
+	w->kmsg = false;
+	o = run_update(w);
+	assert_false(json_object_get_boolean(jget(jget(o, "probe", "old"), "available", NULL)));
+	assert_true(has_missing(o, "vcpu_last_ran", "disabled"));
+	assert_true(has_missing(o, "vcpu_first_ran", "disabled"));
+	assert_true(has_missing(o, "boot_analysis", "/dev/kmsg"));
+	assert_true(json_object_is_type(jget(o, "boot", NULL), json_type_null));
+	json_object_put(o);
+}
+
+static char **captured;
+static int capture(const struct iovec *iov, int n) {
+	for (int i = 0; i < n; i++) {
+		_cleanup_free_ char *s = strndup(iov[i].iov_base, iov[i].iov_len);
+		assert_int_equal(strv_extend(&captured, s), 0);
+	}
+	return 0;
+}
+
+static bool captured_has(const char *field) {
+	STRV_FOREACH (f, captured)
+		if (streq(*f, field))
+			return true;
+	return false;
+}
+
+static void test_measure_journal_fields(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	o = run_update(w);
+	report_journal_sender = capture;
+	assert_int_equal(report_journal(o, "/var/lib/upgraded/reports/0123456789abcdef.json"), 0);
+	assert_true(captured_has("MESSAGE_ID=" REPORT_MESSAGE_ID));
+	assert_true(captured_has("UPGRADED_ID=0123456789abcdef"));
+	assert_true(captured_has("UPGRADED_RESULT=success"));
+	assert_true(captured_has("UPGRADED_BLACKOUT_USEC=8000000"));
+	assert_true(captured_has("UPGRADED_MAX_VM_DOWNTIME_USEC=14000000"));
+	assert_true(captured_has("UPGRADED_TIMEBASE=tsc"));
+	assert_true(captured_has("UPGRADED_MODE=verified"));
+	strv_free(captured);
+	captured = NULL;
+	json_object_put(o);
+}
+
+static void test_measure_report_without_measurement(void **state) {
+	World *w = *state;
+	_cleanup_(update_freep) Update *u = update_new("0123456789abcdef");
+	json_object *o = NULL;
+
+	assert_int_equal(update_set_string(&u->kernel.path, "/boot/vmlinuz-new"), 0);
+	memset(u->kernel.sha256, 'b', 64);
+	u->kernel.size = 1;
+	assert_int_equal(update_set_string(&u->kernel_version, "6.1.0-57-cloud-amd64"), 0);
+	assert_int_equal(update_set_string(&u->backend, "kexec_file"), 0);
+	assert_int_equal(update_set_string(&u->cmdline, ""), 0);
+	assert_int_equal(update_add_stamp(u, "failed", false, OLD_BOOT), 0);
+	u->state = UPDATE_FAILED;
+	assert_int_equal(update_set_string(&u->error, "x"), 0);
+	assert_int_equal(report_build(u, false, &o), 0);
+	validate(w->root, o);
+	assert_true(has_missing(o, "measurement", NULL));
+	/* a journal entry without figures leaves them out instead of inventing them */
+	report_journal_sender = capture;
+	assert_int_equal(report_journal(o, "/x.json"), 0);
+	STRV_FOREACH (f, captured)
+		assert_null(strstr(*f, "UPGRADED_BLACKOUT_USEC"));
+	assert_true(captured_has("PRIORITY=3"));
+	strv_free(captured);
+	captured = NULL;
+	json_object_put(o);
+}
+
+static void test_measure_vm_outcome_marks(void **state) {
+	World *w = *state;
+	_cleanup_(measure_freep) Measure *m = NULL;
+	ProbeVmResult r;
+
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "saving"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "paused"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "saved"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "bogus"), -EINVAL);
+	assert_int_equal(measure_vm_outcome(m, NULL, "paused"), -EINVAL);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	assert_true(r.marks[PROBE_MARK_PAUSE] > 0);
+	assert_true(r.marks[PROBE_MARK_SAVE_COMPLETE] >= r.marks[PROBE_MARK_PAUSE]);
+	assert_int_equal(r.marks[PROBE_MARK_RESUME], 0);
+	assert_false(r.available);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_request_sample_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_realtime_fallback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_stamps_present, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_probe_unavailable_and_no_kmsg, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_measure_journal_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_report_without_measurement, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_measure_vm_outcome_marks, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
