@@ -140,7 +140,7 @@ static bool file_unchanged(const Context *c, const UpdateFile *f) {
 }
 
 /* Appends "; <formatted>" (or just <formatted> to an empty text). */
-static int append_text(char **text, const char *fmt, ...) {
+_printf_(2, 3) static int append_text(char **text, const char *fmt, ...) {
 	_cleanup_free_ char *add = NULL;
 	va_list ap;
 	char *n;
