@@ -959,10 +959,18 @@ int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_re
 	return 0;
 }
 
-int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error) {
-	_cleanup_free_ char *mode = NULL, *why = NULL;
+/* The questions a commit asks before it changes anything: the update must be staged,
+ * the policy decides the handoff mode, and the commit check (VM decisions and
+ * preconditions) may refuse. Returns 1 when the commit may proceed, 0 when the policy
+ * refuses it (*ret_refusal says why), < 0 on error (error set where it is the caller's).
+ * Nothing is persisted; Commit and its dry run (PlanCommit) share it. */
+static int context_decide_commit(Context *c, const char *id, Update **ret_update, char **ret_mode,
+                                 char **ret_why, json_object **ret_decisions, char **ret_refusal,
+                                 sd_bus_error *error) {
+	_cleanup_(json_object_putp) json_object *decisions = NULL;
+	_cleanup_free_ char *mode = NULL, *why = NULL, *refusal = NULL;
 	Update *u;
-	int r;
+	int r, allowed = 1;
 
 	r = context_lookup(c, id, &u, error);
 	if (r < 0)
@@ -975,20 +983,37 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 	r = context_decide_handoff(c, u, &mode, &why);
 	if (r < 0)
 		return r;
-	/* The preconditions and the VM decisions: a refusal changes nothing. */
 	if (c->commit_check) {
-		_cleanup_(json_object_putp) json_object *decisions = NULL;
-		_cleanup_free_ char *refusal = NULL;
-
-		r = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
-		if (r < 0)
+		allowed = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
+		if (allowed < 0)
 			return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED,
 			                         "Cannot decide how to preserve the VMs: %s.",
-			                         refusal ?: strerror(-r));
-		if (r == 0)
-			return sd_bus_error_setf(error, UPGRADE_ERROR_POLICY_REFUSED,
-			                         "The policy refuses to commit update %s: %s",
-			                         u->id, refusal ?: "(no reason given)");
+			                         refusal ?: strerror(-allowed));
+	}
+
+	*ret_update = u;
+	*ret_mode = TAKE_PTR(mode);
+	*ret_why = TAKE_PTR(why);
+	*ret_decisions = TAKE_PTR(decisions);
+	*ret_refusal = TAKE_PTR(refusal);
+	return allowed > 0;
+}
+
+int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error) {
+	_cleanup_(json_object_putp) json_object *decisions = NULL;
+	_cleanup_free_ char *mode = NULL, *why = NULL, *refusal = NULL;
+	Update *u;
+	int r;
+
+	/* The preconditions and the VM decisions: a refusal changes nothing. */
+	r = context_decide_commit(c, id, &u, &mode, &why, &decisions, &refusal, error);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_POLICY_REFUSED,
+		                         "The policy refuses to commit update %s: %s", u->id,
+		                         refusal ?: "(no reason given)");
+	if (c->commit_check) {
 		json_object_put(u->decisions);
 		u->decisions = TAKE_PTR(decisions);
 	}
@@ -1028,27 +1053,12 @@ int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_erro
 	json_object *h;
 	Update *u;
 	char *s;
-	int r, allowed = 1;
+	int allowed;
 
-	r = context_lookup(c, id, &u, error);
-	if (r < 0)
-		return r;
-	if (u->state != UPDATE_STAGED)
-		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
-		                         "Update %s is %s, only a staged update can be committed.",
-		                         u->id, update_state_to_string(u->state));
-
-	/* The same two questions commit asks, nothing persisted. */
-	r = context_decide_handoff(c, u, &mode, &why);
-	if (r < 0)
-		return r;
-	if (c->commit_check) {
-		allowed = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
-		if (allowed < 0)
-			return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED,
-			                         "Cannot decide how to preserve the VMs: %s.",
-			                         refusal ?: strerror(-allowed));
-	}
+	/* The same questions commit asks, nothing persisted. */
+	allowed = context_decide_commit(c, id, &u, &mode, &why, &decisions, &refusal, error);
+	if (allowed < 0)
+		return allowed;
 
 	o = json_object_new_object();
 	if (!o)
