@@ -15,7 +15,8 @@
 #   lab_kexec_load                  kexec -l the new kernel with the running cmdline
 #   lab_wait_report [TIMEOUT]       wait until upgraded wrote a report (default 300 s)
 #   lab_collect                     copy journals (journal-old.txt, journal-new.txt), upgraded's
-#                                   reports (reports/*.json), virsh list, failed units to results
+#                                   reports (reports/*.json), virsh list, failed units and the
+#                                   boot's analysis (systemd-analyze-PHASE.txt) to results
 #   lab_finish pass|fail [REASON]   collect, print "scenario-done", destroy the counter VMs,
 #                                   power the lab host off (ends the run)
 #
@@ -152,6 +153,16 @@ lab_collect() {
         fi
         virsh -q list --all >"$LAB_RESULTS/virsh-list-$LAB_PHASE.txt" 2>&1
         systemctl --no-pager --failed >"$LAB_RESULTS/failed-units-$LAB_PHASE.txt" 2>&1
+        # Where this boot's time went: kernel, initrd and userspace, the chains that
+        # held back the units restoring the VMs, and each unit's start time.
+        {
+                systemd-analyze time
+                echo
+                systemd-analyze critical-chain upgraded.service libvirt-guests.service \
+                        libvirtd.service
+                echo
+                systemd-analyze blame
+        } >"$LAB_RESULTS/systemd-analyze-$LAB_PHASE.txt" 2>&1
         return 0
 }
 
