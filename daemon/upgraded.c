@@ -171,22 +171,32 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 	return 1;
 }
 
+/* Connects and completes the handshake (authentication, Hello) before returning: recovery runs
+ * before the event loop does and may block for as long as restoring the VMs takes, and
+ * dbus-daemon drops a connection that has not said Hello within its auth_timeout (30 s on the
+ * system bus). Asking the bus for its id waits for the Hello's reply. */
 static int open_bus(const char *address, sd_bus **ret) {
 	_cleanup_(sd_bus_unrefp) sd_bus *bus = NULL;
+	sd_id128_t id;
 	int r;
 
 	if (!address)
-		return sd_bus_open_system(ret);
-	r = sd_bus_new(&bus);
+		r = sd_bus_open_system(&bus);
+	else {
+		r = sd_bus_new(&bus);
+		if (r < 0)
+			return r;
+		r = sd_bus_set_address(bus, address);
+		if (r < 0)
+			return r;
+		r = sd_bus_set_bus_client(bus, true);
+		if (r < 0)
+			return r;
+		r = sd_bus_start(bus);
+	}
 	if (r < 0)
 		return r;
-	r = sd_bus_set_address(bus, address);
-	if (r < 0)
-		return r;
-	r = sd_bus_set_bus_client(bus, true);
-	if (r < 0)
-		return r;
-	r = sd_bus_start(bus);
+	r = sd_bus_get_bus_id(bus, &id);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(bus);

@@ -33,9 +33,7 @@ cleanup() {
         rm -rf "$T"
 }
 trap cleanup EXIT
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+. "$(dirname "$0")/lib.sh"
 V() { virsh -q -c "$URI" "$@"; }
 counter() { # counter DOMAIN -> the guest's tick count
         local out

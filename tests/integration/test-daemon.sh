@@ -44,13 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
-check() { # check DESCRIPTION COMMAND...
-        local what=$1
-        shift
-        if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 # expect_fail DESCRIPTION EXIT_CODE ERROR_NAME COMMAND...: the command fails with
 # exactly that exit code and names the error on stderr.
@@ -97,35 +91,14 @@ id "$TEST_USER" >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin "$TEST_USE
 chown "$TEST_USER" "$ROOT/boot/vmlinuz-user"
 
 # polkitd (as user polkitd) may own its name on this bus; everyone may ask it.
-sed -e "s|@SOCKET@|$T/bus|" -e "s|@POLICY@|$POLICY|" \
-    -e 's|</busconfig>|<policy user="polkitd"><allow own="org.freedesktop.PolicyKit1"/></policy><policy context="default"><allow send_destination="org.freedesktop.PolicyKit1"/></policy></busconfig>|' \
-    "$BUS_CONF_IN" >"$T/bus.conf"
-dbus-daemon --config-file="$T/bus.conf" --nofork --print-address=3 3>"$T/address" 2>"$T/dbus.log" &
-DBUS_PID=$!
-for _ in $(seq 50); do [ -s "$T/address" ] && break; sleep 0.1; done
-ADDR="unix:path=$T/bus"
-export DBUS_SYSTEM_BUS_ADDRESS=$ADDR
+start_bus "$BUS_CONF_IN" "$POLICY" '<policy user="polkitd"><allow own="org.freedesktop.PolicyKit1"/></policy><policy context="default"><allow send_destination="org.freedesktop.PolicyKit1"/></policy>'
+ADDR=$DBUS_SYSTEM_BUS_ADDRESS
 BUSCTL=(busctl --address="$ADDR")
 OBJ=(org.upgraded.Upgrade1 /org/upgraded/Upgrade1 org.upgraded.Upgrade1.Manager)
 
-start_daemon() { # start_daemon LOGNAME ARGS...
-        local log=$1
-        shift
-        # libvirt's test driver: an in-process host with one running 8 GiB domain "test",
-        # fresh at every daemon start.
-        "$UPGRADED" --root="$ROOT" --libvirt-uri=test:///default "$@" >"$T/daemon-$log.log" 2>&1 &
-        DAEMON_PID=$!
-        for _ in $(seq 100); do
-                "${BUSCTL[@]}" status org.upgraded.Upgrade1 >/dev/null 2>&1 && return 0
-                kill -0 "$DAEMON_PID" 2>/dev/null || return 1
-                sleep 0.1
-        done
-        return 1
-}
-stop_daemon() {
-        [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" && wait "$DAEMON_PID"
-        DAEMON_PID=
-}
+# start_daemon (lib.sh): libvirt's test driver, an in-process host with one running
+# 8 GiB domain "test", fresh at every daemon start.
+DAEMON_ARGS=(--libvirt-uri=test:///default)
 describe() { "$CTL" describe --json; }
 as_user() { setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --clear-groups -- "$@"; }
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d'+sys.argv[1]))" "$1"; }

@@ -15,7 +15,8 @@
 #   lab_kexec_load                  kexec -l the new kernel with the running cmdline
 #   lab_wait_report [TIMEOUT]       wait until upgraded wrote a report (default 300 s)
 #   lab_collect                     copy journals (journal-old.txt, journal-new.txt), upgraded's
-#                                   reports (reports/*.json), virsh list, failed units to results
+#                                   reports (reports/*.json), virsh list, failed units and each
+#                                   unit's start and up time (boot-timeline-PHASE.txt) to results
 #   lab_finish pass|fail [REASON]   collect, print "scenario-done", destroy the counter VMs,
 #                                   power the lab host off (ends the run)
 #
@@ -152,7 +153,32 @@ lab_collect() {
         fi
         virsh -q list --all >"$LAB_RESULTS/virsh-list-$LAB_PHASE.txt" 2>&1
         systemctl --no-pager --failed >"$LAB_RESULTS/failed-units-$LAB_PHASE.txt" 2>&1
+        lab_boot_timeline >"$LAB_RESULTS/boot-timeline-$LAB_PHASE.txt" 2>&1
         return 0
+}
+
+# Where this boot's time went: when userspace started, and for every service,
+# socket and target that ran, when it began activating and when it was up, in
+# seconds of CLOCK_MONOTONIC (0 = this kernel's start), sorted by start.
+# systemd-analyze would refuse: the scenario's own unit is a boot job still
+# running, so systemd does not consider the boot finished.
+lab_boot_timeline() {
+        local units
+        systemctl show -p InitRDTimestampMonotonic -p UserspaceTimestampMonotonic \
+                -p FinishTimestampMonotonic
+        echo "start_s   up_s      unit"
+        units=$(systemctl list-units --all --plain --no-legend --type=service,socket,target |
+                awk '{print $1}')
+        # shellcheck disable=SC2086
+        systemctl show -p Id -p InactiveExitTimestampMonotonic \
+                -p ActiveEnterTimestampMonotonic $units |
+                awk -F= '
+                $1 == "Id" { id = $2 }
+                $1 == "InactiveExitTimestampMonotonic" { s = $2 }
+                $1 == "ActiveEnterTimestampMonotonic" { a = $2 }
+                /^$/ { if (s > 0) printf "%9.3f %9.3f %s\n", s / 1e6, a / 1e6, id; s = a = 0 }
+                END { if (s > 0) printf "%9.3f %9.3f %s\n", s / 1e6, a / 1e6, id }' |
+                sort -n
 }
 
 lab_finish() {

@@ -7,6 +7,10 @@
 . /lab-payload/scenarios/lib.sh
 set -e
 
+# Without upgraded: the build under test is installed on every lab host, but
+# here its daemon must not run (its start on the new kernel would compete with
+# libvirt-guests' restores for the CPUs).
+systemctl disable -q --now upgraded.service 2>/dev/null || true
 cat >/etc/default/libvirt-guests <<EOC
 ON_BOOT=start
 START_DELAY=0
