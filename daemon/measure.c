@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,10 @@ struct Measure {
 	MeasureVm *vms;
 	size_t n_vms;
 
+	/* The VM steps' API is called from the VM library's worker threads too (restore,
+	 * resume): this lock serialises it with the probe's consumer. */
+	pthread_mutex_t lock;
+
 	bool started;         /* measure_daemon_start() found a handoff to complete */
 	TimebaseSample start; /* new kernel: at daemon start */
 	int (*sample_now)(TimebaseSample *ret);
@@ -51,6 +56,7 @@ int measure_new(const MeasureOptions *opts, Measure **ret) {
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
 	if (opts && opts->root && !streq(opts->root, "/")) {
 		m->root = strdup(opts->root);
 		if (!m->root)
@@ -83,6 +89,7 @@ Measure *measure_free(Measure *m) {
 	if (!m)
 		return NULL;
 	measure_close_probe(m);
+	pthread_mutex_destroy(&m->lock);
 	sd_event_unref(m->event);
 	free(m->btf_path);
 	free(m->root);
@@ -106,7 +113,9 @@ static int on_probe_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 	Measure *m = userdata;
 
 	(void)s, (void)fd, (void)revents;
+	pthread_mutex_lock(&m->lock);
 	(void)probe_consume(m->probe);
+	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
@@ -660,7 +669,7 @@ int measure_attach(Measure *m, Context *c) {
 }
 
 int measure_daemon_start(Measure *m, Context *c) {
-	bool pending = false;
+	const Update *pending = NULL;
 
 	if (!m || !c)
 		return -EINVAL;
@@ -668,7 +677,7 @@ int measure_daemon_start(Measure *m, Context *c) {
 		Update *u = c->updates[i];
 		if ((u->state == UPDATE_COMMITTING || u->state == UPDATE_COMPLETING) &&
 		    u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id))
-			pending = true;
+			pending = u;
 	}
 	if (!pending)
 		return 0;
@@ -682,12 +691,10 @@ int measure_daemon_start(Measure *m, Context *c) {
 	return 1;
 }
 
-int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid) {
+static int vm_tracking_locked(Measure *m, const char *vm, pid_t qemu_pid) {
 	uint32_t i;
 	int r;
 
-	if (!m || qemu_pid <= 0)
-		return -EINVAL;
 	r = measure_get_vm(m, vm, &i);
 	if (r < 0)
 		return r;
@@ -698,34 +705,61 @@ int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid) {
 	return r == -EOPNOTSUPP ? 0 : r;
 }
 
+int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid) {
+	int r;
+
+	if (!m || qemu_pid <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	r = vm_tracking_locked(m, vm, qemu_pid);
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
 int measure_window_start(Measure *m, const char *vm) {
 	uint32_t i;
 	int r;
 
 	if (!m)
 		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
 	r = measure_get_vm(m, vm, &i);
-	if (r < 0)
-		return r;
-	return probe_window_start(m->probe, i, NULL);
+	if (r >= 0)
+		r = probe_window_start(m->probe, i, NULL);
+	pthread_mutex_unlock(&m->lock);
+	return r;
 }
 
-int measure_mark(Measure *m, const char *vm, ProbeMark mark) {
+/* once: keep a mark already stamped (the exact moment from the VM steps' events wins
+ * over the later progress report of the same step). */
+static int mark_locked(Measure *m, const char *vm, ProbeMark mark, bool once) {
 	uint32_t i = PROBE_HOST;
+	ProbeVmResult res;
 	int r;
 
-	if (!m || mark < 0 || mark >= _PROBE_MARK_MAX)
-		return -EINVAL;
 	if (vm) {
 		r = measure_get_vm(m, vm, &i);
 		if (r < 0)
 			return r;
+		if (once && probe_result(m->probe, i, &res) >= 0 && res.marks[mark] != 0)
+			return 0;
 	} else {
 		r = measure_open_probe(m);
 		if (r < 0)
 			return r;
 	}
 	return probe_mark(m->probe, i, mark);
+}
+
+int measure_mark(Measure *m, const char *vm, ProbeMark mark) {
+	int r;
+
+	if (!m || mark < 0 || mark >= _PROBE_MARK_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	r = mark_locked(m, vm, mark, false);
+	pthread_mutex_unlock(&m->lock);
+	return r;
 }
 
 int measure_vm_outcome(Measure *m, const char *vm, const char *outcome) {
@@ -750,8 +784,15 @@ int measure_vm_outcome(Measure *m, const char *vm, const char *outcome) {
 	if (!m || !vm || !outcome)
 		return -EINVAL;
 	for (size_t i = 0; i < ELEMENTSOF(table); i++)
-		if (streq(table[i].outcome, outcome))
-			return table[i].mark < 0 ? 0
-			                         : measure_mark(m, vm, (ProbeMark)table[i].mark);
+		if (streq(table[i].outcome, outcome)) {
+			int r = 0;
+
+			if (table[i].mark < 0)
+				return 0;
+			pthread_mutex_lock(&m->lock);
+			r = mark_locked(m, vm, (ProbeMark)table[i].mark, true);
+			pthread_mutex_unlock(&m->lock);
+			return r;
+		}
 	return -EINVAL;
 }

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 
 #include "context.h"
 #include "daemon-test-util.h"
@@ -397,6 +398,90 @@ static void test_measure_vm_outcome_marks(void **state) {
 	assert_false(r.available);
 }
 
+static void test_measure_exact_marks_win(void **state) {
+	World *w = *state;
+	_cleanup_(measure_freep) Measure *m = NULL;
+	ProbeVmResult r;
+	uint64_t pause, resume;
+
+	/* The VM steps stamp the moment itself (VmEvent); the progress report of the same
+	 * step arrives later on the daemon's thread and must not move the mark. */
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_PAUSE), 0);
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_RESUME), 0);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	pause = r.marks[PROBE_MARK_PAUSE];
+	resume = r.marks[PROBE_MARK_RESUME];
+	assert_true(pause > 0 && resume >= pause);
+	usleep(2000);
+	assert_int_equal(measure_vm_outcome(m, "web1", "paused"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "resumed"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "restored"), 0);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	assert_int_equal(r.marks[PROBE_MARK_PAUSE], pause);
+	assert_int_equal(r.marks[PROBE_MARK_RESUME], resume);
+	/* A mark the steps did not stamp comes from the outcome. */
+	assert_true(r.marks[PROBE_MARK_RESTORE] > resume);
+	/* measure_mark() itself restamps: it is the exact moment. */
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_PAUSE), 0);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	assert_true(r.marks[PROBE_MARK_PAUSE] > pause);
+}
+
+#define N_THREADS 8
+#define N_ROUNDS  200
+
+typedef struct Racer {
+	Measure *m;
+	char name[16];
+	unsigned failed; /* cmocka's asserts belong to the main thread */
+} Racer;
+
+static void *racer(void *arg) {
+	Racer *x = arg;
+
+	for (unsigned i = 0; i < N_ROUNDS; i++) {
+		x->failed += measure_window_start(x->m, x->name) != 0;
+		x->failed += measure_mark(x->m, x->name, PROBE_MARK_RESTORE) != 0;
+		x->failed += measure_vm_outcome(x->m, x->name, "resumed") != 0;
+		x->failed += measure_vm_tracking(x->m, x->name, getpid()) != 0;
+	}
+	return NULL;
+}
+
+static void test_measure_vm_api_threads(void **state) {
+	World *w = *state;
+	_cleanup_(measure_freep) Measure *m = NULL;
+	pthread_t t[N_THREADS];
+	Racer x[N_THREADS];
+	json_object *j = NULL, *vms;
+
+	/* The restore workers call the VM API concurrently: every VM is registered once and
+	 * keeps its marks (the registry grows by realloc under the callers). */
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	for (size_t i = 0; i < N_THREADS; i++) {
+		x[i] = (Racer){ .m = m };
+		snprintf(x[i].name, sizeof(x[i].name), "vm%zu", i);
+		assert_int_equal(pthread_create(&t[i], NULL, racer, &x[i]), 0);
+	}
+	for (size_t i = 0; i < N_THREADS; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(x[i].failed, 0);
+	}
+	assert_int_equal(probe_to_json(measure_probe(m), &j), 0);
+	assert_true(json_object_object_get_ex(j, "vms", &vms));
+	assert_int_equal(json_object_array_length(vms), N_THREADS);
+	for (uint32_t i = 0; i < N_THREADS; i++) {
+		ProbeVmResult r;
+		assert_int_equal(probe_result(measure_probe(m), i, &r), 0);
+		assert_true(r.marks[PROBE_MARK_RESTORE] > 0 && r.marks[PROBE_MARK_RESUME] > 0);
+		assert_true(r.window_ns > 0);
+	}
+	json_object_put(j);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
@@ -409,6 +494,8 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_report_without_measurement, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_measure_vm_outcome_marks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_exact_marks_win, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_vm_api_threads, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
