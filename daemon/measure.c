@@ -391,6 +391,24 @@ static bool fragment_vm(json_object *frag, const char *name, ProbeVmResult *ret)
 	return false;
 }
 
+/* Why a VM's vCPU moment is missing although the probe ran on that kernel; NULL when
+ * it is there (or the probe did not run: the probe-wide reason is listed already). */
+static const char *vcpu_gap(const ProbeVmResult *r, bool first_run) {
+	if (!r->available)
+		return NULL;
+	if (r->n_threads == 0)
+		return "no vCPU thread was tracked (QEMU's pid or its \"CPU n/...\" threads not "
+		       "found)";
+	if (first_run ? r->first_ran_ns == 0 : r->last_ran_ns == 0)
+		return first_run ? "its vCPUs did not run within the wait after the resume"
+		                 : "its vCPUs never stopped after the window opened";
+	return NULL;
+}
+
+static json_object *axis_or_null(bool have, int64_t ns) {
+	return have ? json_object_new_int64(ns) : NULL;
+}
+
 static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
                                  json_object *old_probe, json_object *new_probe,
                                  json_object *report, json_object *missing) {
@@ -421,8 +439,21 @@ static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
 		                                     : new.marks[PROBE_MARK_RESUME];
 		src_b = new.available &&new.first_ran_ns ? "probe" : "marks";
 
+		if (vcpu_gap(&old, false))
+			add_missing(missing, "vcpu_last_ran", "%s: %s", vm, vcpu_gap(&old, false));
+		if (new_probe && vcpu_gap(&new, true))
+			add_missing(missing, "vcpu_first_ran", "%s: %s", vm, vcpu_gap(&new, true));
+
 		o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(vm));
+		/* Both ends on the report's axis: the old one exact (one clock with t = 0),
+		 * the new one as estimated as the timebase. */
+		json_object_object_add(o, "stopped_ns",
+		                       axis_or_null(a != 0 && in->old_reboot.monotonic_ns != 0,
+		                                    timebase_old_to_axis(in, a)));
+		json_object_object_add(o, "running_ns",
+		                       axis_or_null(b != 0 && tb->kind != TIMEBASE_NONE,
+		                                    timebase_new_to_axis(tb, b)));
 		r = timebase_downtime(tb, in, a, b, &ns);
 		if (r < 0) {
 			json_object_object_add(o, "downtime_ns", NULL);
@@ -602,8 +633,10 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 		                       json_object_new_uint64(tb.uncertainty_ns));
 		json_object_object_add(totals, "timebase",
 		                       json_object_new_string(timebase_kind_to_string(tb.kind)));
-	} else
+	} else {
 		add_missing(missing, "host_blackout", "%s", "no common timebase");
+		tb.kind = TIMEBASE_NONE; /* a zeroed Timebase would read as "tsc" */
+	}
 	measure_vm_downtimes(&tb, &in, old_probe, new_probe, report, missing);
 
 	/* Purgatory: its implementation and verification time from its stamps. */

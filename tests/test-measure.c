@@ -59,6 +59,12 @@ typedef struct World {
 	const char *cmdline;
 	bool kmsg;
 	bool request_lost; /* the "handoff-requested" write did not reach the disk */
+	/* The old kernel's probe saw web1's vCPU threads: how many, and when the last one
+	 * stopped (old CLOCK_MONOTONIC; 0: never). The probe itself is disabled in these
+	 * tests, so its figures are put into the handoff record as the real one would. */
+	bool old_probe_ran;
+	unsigned old_threads;
+	uint64_t old_last_ran_ns;
 } World;
 
 static void put(const char *root, const char *rel, const char *text) {
@@ -159,6 +165,17 @@ static json_object *run_update(World *w) {
 	assert_int_equal(probe_mark_at(measure_probe(m), vm, PROBE_MARK_PAUSE, 105 * S), 0);
 	assert_int_equal(update_set_string(&u->handoff_boot_id, OLD_BOOT), 0);
 	c->measure.handoff_prepare(c, u, c->measure.userdata);
+	if (w->old_probe_ran) {
+		json_object *vms, *v;
+		assert_true(json_object_object_get_ex(jget(u->measure, "old_probe", NULL), "vms",
+		                                      &vms));
+		v = json_object_array_get_idx(vms, 0);
+		json_object_object_add(v, "available", json_object_new_boolean(true));
+		json_object_object_add(v, "threads", json_object_new_int(w->old_threads));
+		if (w->old_last_ran_ns)
+			json_object_object_add(v, "vcpu_last_ran_ns",
+			                       json_object_new_uint64(w->old_last_ran_ns));
+	}
 	if (w->request_lost)
 		n_sampled++;
 	else
@@ -228,6 +245,16 @@ static void test_measure_tsc_timebase(void **state) {
 	                            jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0),
 	                                 "downtime_source", NULL)),
 	                    "marks");
+	/* web1 on the report's axis: paused at old 105 s (t = -5 s), resumed at new 6 s
+	 * (t = 3 s + 6 s) */
+	assert_int_equal(json_object_get_int64(
+	                         jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0),
+	                              "stopped_ns", NULL)),
+	                 -5 * (int64_t)S);
+	assert_int_equal(json_object_get_int64(
+	                         jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0),
+	                              "running_ns", NULL)),
+	                 9 * S);
 	assert_string_equal(json_object_get_string(jget(o, "phase_axis", NULL)), "reboot-request");
 	assert_string_equal(
 	        json_object_get_string(json_object_array_get_idx(jget(o, "handoff", "reasons"), 1)),
@@ -311,6 +338,45 @@ static void test_measure_probe_unavailable_and_no_kmsg(void **state) {
 	assert_true(has_missing(o, "vcpu_first_ran", "disabled"));
 	assert_true(has_missing(o, "boot_analysis", "/dev/kmsg"));
 	assert_true(json_object_is_type(jget(o, "boot", NULL), json_type_null));
+	json_object_put(o);
+}
+
+static json_object *vm_downtime0(json_object *o, const char *key) {
+	return jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0), key, NULL);
+}
+
+static void test_measure_vm_downtime_sources(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	/* The old probe saw the last vCPU run at 104 s (t = -6 s), the new one was not
+	 * running: old end from the probe, new end from the resume mark. */
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	w->old_probe_ran = true;
+	w->old_threads = 1;
+	w->old_last_ran_ns = 104 * S;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(vm_downtime0(o, "downtime_source")), "mixed");
+	assert_int_equal(json_object_get_int64(vm_downtime0(o, "stopped_ns")), -6 * (int64_t)S);
+	assert_int_equal(json_object_get_int64(vm_downtime0(o, "downtime_ns")), 15 * S);
+	assert_false(has_missing(o, "vcpu_last_ran", "web1:"));
+	json_object_put(o);
+
+	/* Tracked, but its threads were never seen stopping: the pause mark stands in and
+	 * the report says why. */
+	w->old_last_ran_ns = 0;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(vm_downtime0(o, "downtime_source")), "marks");
+	assert_int_equal(json_object_get_int64(vm_downtime0(o, "downtime_ns")), 14 * S);
+	assert_true(has_missing(o, "vcpu_last_ran", "web1: its vCPUs never stopped"));
+	json_object_put(o);
+
+	/* No vCPU thread found at all (no QEMU pid file, other driver). */
+	w->old_threads = 0;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(vm_downtime0(o, "downtime_source")), "marks");
+	assert_true(has_missing(o, "vcpu_last_ran", "web1: no vCPU thread was tracked"));
 	json_object_put(o);
 }
 
@@ -495,6 +561,7 @@ int main(void) {
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_measure_vm_outcome_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_exact_marks_win, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_vm_downtime_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_vm_api_threads, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
