@@ -24,7 +24,10 @@
  * daemon/vms.c makes them from the VM library's VmEvent callback (vm/vm.h), at the
  * moments themselves, on the VM library's worker threads for restores: these calls
  * (and measure_vm_outcome()) are thread-safe. The reboot request and the daemon
- * start are marked here.
+ * start are marked here, in the probe and as a line in the kernel log
+ * ("upgraded: reboot-request update=ID", "upgraded: daemon-start update=ID", level
+ * notice, only when /dev/kmsg is the kernel's device) that a console shows to an
+ * outside clock.
  */
 
 #include <stdbool.h>

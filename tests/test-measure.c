@@ -27,6 +27,7 @@
 #define S        UINT64_C(1000000000)
 
 void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret));
+int measure_kmsg_format(const char *event, const char *id, char *buf, size_t size);
 
 /* Scripted clocks: a 2 GHz TSC counting from the old kernel's boot (TSC = 2 x the old
  * kernel's CLOCK_MONOTONIC); the reboot request (t = 0) is at old monotonic 110 s, the
@@ -548,6 +549,32 @@ static void test_measure_vm_api_threads(void **state) {
 	json_object_put(j);
 }
 
+static void test_measure_kmsg_marks(void **state) {
+	World *w = *state;
+	_cleanup_free_ char *path = NULL, *after = NULL;
+	char line[128];
+	json_object *o;
+
+	assert_int_equal(
+	        measure_kmsg_format("reboot-request", "0123456789abcdef", line, sizeof(line)),
+	        (int)strlen("<5>upgraded: reboot-request update=0123456789abcdef\n"));
+	assert_string_equal(line, "<5>upgraded: reboot-request update=0123456789abcdef\n");
+	assert_true(measure_kmsg_format("daemon-start", NULL, line, sizeof(line)) > 0);
+	assert_string_equal(line, "<5>upgraded: daemon-start update=-\n");
+	assert_int_equal(measure_kmsg_format("daemon-start", "x", line, 10), -ENOBUFS);
+	assert_int_equal(measure_kmsg_format(NULL, "x", line, sizeof(line)), -EINVAL);
+
+	/* The marks go to the kernel's log device only: a test root's fake /dev/kmsg (a
+	 * regular file) is read for the boot analysis and left as it was. */
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	o = run_update(w);
+	assert_true(asprintf(&path, "%s/dev/kmsg", w->root) > 0);
+	assert_int_equal(read_file_full(path, 1 << 20, &after, NULL), 0);
+	assert_string_equal(after, kmsg);
+	json_object_put(o);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
@@ -563,6 +590,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_exact_marks_win, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_vm_downtime_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_vm_api_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_kmsg_marks, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
