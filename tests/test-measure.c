@@ -575,6 +575,23 @@ static void test_measure_kmsg_marks(void **state) {
 	json_object_put(o);
 }
 
+static void test_measure_report_gate(void **state) {
+	World *w = *state;
+	_cleanup_free_ char *path = NULL;
+
+	/* Every test root's reports are validated when it is removed: the gate itself
+	 * must catch a report that violates the schema. */
+	assert_int_equal(test_validate_reports(w->root), 0);
+	put(w->root, "/var/lib/upgraded/reports/0123456789abcdef.json", "{\"schema\": 2}\n");
+	assert_int_not_equal(test_validate_reports(w->root), 0);
+	put(w->root, "/var/lib/upgraded/reports/0123456789abcdef.json", "{}\n");
+	assert_int_not_equal(test_validate_reports(w->root), 0);
+	assert_true(asprintf(&path, "%s/var/lib/upgraded/reports/0123456789abcdef.json", w->root) >
+	            0);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(test_validate_reports(w->root), 0);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
@@ -591,6 +608,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_vm_downtime_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_vm_api_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_kmsg_marks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_report_gate, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

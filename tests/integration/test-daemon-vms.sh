@@ -185,5 +185,10 @@ echo "# vm-b: $c before the manual save, $after_b after restore-vm"
 check "vm-b running with its count continued" test "$(V domstate vm-b)" = running -a "$after_b" -ge "$c" -a "$after_b" -lt $((c + 80))
 stop_daemon
 
+# Every report this run produced, not only the ones looked at above.
+reports=("$ROOT"/var/lib/upgraded/reports/*.json)
+check "all ${#reports[@]} reports on disk validate against the schema" \
+        bash -c '[ -e "$3" ] && exec python3 "$1" "$2" "${@:3}"' _ "$VALIDATE" "$SCHEMA" "${reports[@]}"
+
 echo "1..$n"
 [ "$failures" -eq 0 ]
