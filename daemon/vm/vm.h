@@ -128,7 +128,8 @@ typedef enum VmEvent {
 	VM_EVENT_PAUSING,  /* right before virDomainSuspend */
 	VM_EVENT_PAUSED,   /* virDomainSuspend returned */
 	VM_EVENT_RESTORED, /* the domain is active again (restored from its image, paused where
-	                      the driver supports it): its QEMU process exists */
+	                      the driver supports it, or started again after the shutdown
+	                      strategy): its QEMU process exists */
 	VM_EVENT_RESUMING, /* right before the domain is resumed after the handoff */
 	VM_EVENT_RESUMED,  /* virDomainResume returned: the VM runs again */
 	_VM_EVENT_MAX,
