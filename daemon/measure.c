@@ -3,13 +3,17 @@
  * Measurement of an update across the kexec: see measure.h and docs/report.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bootlog.h"
 #include "fileio.h"
@@ -38,6 +42,10 @@ struct Measure {
 	MeasureVm *vms;
 	size_t n_vms;
 
+	/* The VM steps' API is called from the VM library's worker threads too (restore,
+	 * resume): this lock serialises it with the probe's consumer. */
+	pthread_mutex_t lock;
+
 	bool started;         /* measure_daemon_start() found a handoff to complete */
 	TimebaseSample start; /* new kernel: at daemon start */
 	int (*sample_now)(TimebaseSample *ret);
@@ -51,6 +59,7 @@ int measure_new(const MeasureOptions *opts, Measure **ret) {
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
 	if (opts && opts->root && !streq(opts->root, "/")) {
 		m->root = strdup(opts->root);
 		if (!m->root)
@@ -83,6 +92,7 @@ Measure *measure_free(Measure *m) {
 	if (!m)
 		return NULL;
 	measure_close_probe(m);
+	pthread_mutex_destroy(&m->lock);
 	sd_event_unref(m->event);
 	free(m->btf_path);
 	free(m->root);
@@ -106,7 +116,9 @@ static int on_probe_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 	Measure *m = userdata;
 
 	(void)s, (void)fd, (void)revents;
+	pthread_mutex_lock(&m->lock);
 	(void)probe_consume(m->probe);
+	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
@@ -304,6 +316,40 @@ static void measure_wait_first_runs(Measure *m) {
 	}
 }
 
+/* "upgraded: EVENT update=ID" as a kernel log record at level notice: on a console
+ * that prints it (loglevel > 5), an outside observer timestamps the moment itself
+ * (the lab does). Only to a character device: tests' fake /dev/kmsg files stay as
+ * they are. Best effort, never fails the caller. */
+int measure_kmsg_format(const char *event, const char *id, char *buf, size_t size);
+int measure_kmsg_format(const char *event, const char *id, char *buf, size_t size) {
+	int n;
+
+	if (!event || !buf || size == 0)
+		return -EINVAL;
+	n = snprintf(buf, size, "<5>upgraded: %s update=%s\n", event, id && *id ? id : "-");
+	if (n < 0 || (size_t)n >= size)
+		return -ENOBUFS;
+	return n;
+}
+
+static void measure_kmsg(Measure *m, const char *event, const char *id) {
+	_cleanup_free_ char *p = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	char line[128];
+	struct stat st;
+	int n;
+
+	n = measure_kmsg_format(event, id, line, sizeof(line));
+	if (n < 0 || path_prefix_root(m->root, "/dev/kmsg", &p) < 0)
+		return;
+	fd = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+		return;
+	if (write(fd, line, (size_t)n) != n)
+		log_debug_errno(-errno, "Cannot write the %s mark to /dev/kmsg, ignoring: %m",
+		                event);
+}
+
 /* ---- the seams ---- */
 
 /* Pre-handoff step "measure-open": the probe runs before the first VM is paused,
@@ -357,6 +403,7 @@ static void measure_handoff_request(Context *c, Update *u, void *userdata) {
 	if (!rec || m->sample_now(&s) < 0)
 		return;
 	json_object_object_add(rec, "request_sample", sample_to_json(&s));
+	measure_kmsg(m, "reboot-request", u->id);
 	marks = get_obj(get_obj(rec, "old_probe"), "marks_ns");
 	if (marks)
 		json_object_object_add(marks, "reboot-request",
@@ -380,6 +427,24 @@ static bool fragment_vm(json_object *frag, const char *name, ProbeVmResult *ret)
 			return probe_vm_result_from_json(v, ret) >= 0;
 	}
 	return false;
+}
+
+/* Why a VM's vCPU moment is missing although the probe ran on that kernel; NULL when
+ * it is there (or the probe did not run: the probe-wide reason is listed already). */
+static const char *vcpu_gap(const ProbeVmResult *r, bool first_run) {
+	if (!r->available)
+		return NULL;
+	if (r->n_threads == 0)
+		return "no vCPU thread was tracked (QEMU's pid or its \"CPU n/...\" threads not "
+		       "found)";
+	if (first_run ? r->first_ran_ns == 0 : r->last_ran_ns == 0)
+		return first_run ? "its vCPUs did not run within the wait after the resume"
+		                 : "its vCPUs never stopped after the window opened";
+	return NULL;
+}
+
+static json_object *axis_or_null(bool have, int64_t ns) {
+	return have ? json_object_new_int64(ns) : NULL;
 }
 
 static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
@@ -412,8 +477,21 @@ static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
 		                                     : new.marks[PROBE_MARK_RESUME];
 		src_b = new.available &&new.first_ran_ns ? "probe" : "marks";
 
+		if (vcpu_gap(&old, false))
+			add_missing(missing, "vcpu_last_ran", "%s: %s", vm, vcpu_gap(&old, false));
+		if (new_probe && vcpu_gap(&new, true))
+			add_missing(missing, "vcpu_first_ran", "%s: %s", vm, vcpu_gap(&new, true));
+
 		o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(vm));
+		/* Both ends on the report's axis: the old one exact (one clock with t = 0),
+		 * the new one as estimated as the timebase. */
+		json_object_object_add(o, "stopped_ns",
+		                       axis_or_null(a != 0 && in->old_reboot.monotonic_ns != 0,
+		                                    timebase_old_to_axis(in, a)));
+		json_object_object_add(o, "running_ns",
+		                       axis_or_null(b != 0 && tb->kind != TIMEBASE_NONE,
+		                                    timebase_new_to_axis(tb, b)));
 		r = timebase_downtime(tb, in, a, b, &ns);
 		if (r < 0) {
 			json_object_object_add(o, "downtime_ns", NULL);
@@ -593,8 +671,10 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 		                       json_object_new_uint64(tb.uncertainty_ns));
 		json_object_object_add(totals, "timebase",
 		                       json_object_new_string(timebase_kind_to_string(tb.kind)));
-	} else
+	} else {
 		add_missing(missing, "host_blackout", "%s", "no common timebase");
+		tb.kind = TIMEBASE_NONE; /* a zeroed Timebase would read as "tsc" */
+	}
 	measure_vm_downtimes(&tb, &in, old_probe, new_probe, report, missing);
 
 	/* Purgatory: its implementation and verification time from its stamps. */
@@ -660,7 +740,7 @@ int measure_attach(Measure *m, Context *c) {
 }
 
 int measure_daemon_start(Measure *m, Context *c) {
-	bool pending = false;
+	const Update *pending = NULL;
 
 	if (!m || !c)
 		return -EINVAL;
@@ -668,12 +748,13 @@ int measure_daemon_start(Measure *m, Context *c) {
 		Update *u = c->updates[i];
 		if ((u->state == UPDATE_COMMITTING || u->state == UPDATE_COMPLETING) &&
 		    u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id))
-			pending = true;
+			pending = u;
 	}
 	if (!pending)
 		return 0;
 	if (m->sample_now(&m->start) < 0)
 		return log_warning_errno(-EIO, "Cannot read the clocks at daemon start: %m");
+	measure_kmsg(m, "daemon-start", pending->id);
 	m->started = true;
 	(void)measure_open_probe(m);
 	if (m->probe)
@@ -682,12 +763,10 @@ int measure_daemon_start(Measure *m, Context *c) {
 	return 1;
 }
 
-int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid) {
+static int vm_tracking_locked(Measure *m, const char *vm, pid_t qemu_pid) {
 	uint32_t i;
 	int r;
 
-	if (!m || qemu_pid <= 0)
-		return -EINVAL;
 	r = measure_get_vm(m, vm, &i);
 	if (r < 0)
 		return r;
@@ -698,34 +777,61 @@ int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid) {
 	return r == -EOPNOTSUPP ? 0 : r;
 }
 
+int measure_vm_tracking(Measure *m, const char *vm, pid_t qemu_pid) {
+	int r;
+
+	if (!m || qemu_pid <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	r = vm_tracking_locked(m, vm, qemu_pid);
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
 int measure_window_start(Measure *m, const char *vm) {
 	uint32_t i;
 	int r;
 
 	if (!m)
 		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
 	r = measure_get_vm(m, vm, &i);
-	if (r < 0)
-		return r;
-	return probe_window_start(m->probe, i, NULL);
+	if (r >= 0)
+		r = probe_window_start(m->probe, i, NULL);
+	pthread_mutex_unlock(&m->lock);
+	return r;
 }
 
-int measure_mark(Measure *m, const char *vm, ProbeMark mark) {
+/* once: keep a mark already stamped (the exact moment from the VM steps' events wins
+ * over the later progress report of the same step). */
+static int mark_locked(Measure *m, const char *vm, ProbeMark mark, bool once) {
 	uint32_t i = PROBE_HOST;
+	ProbeVmResult res;
 	int r;
 
-	if (!m || mark < 0 || mark >= _PROBE_MARK_MAX)
-		return -EINVAL;
 	if (vm) {
 		r = measure_get_vm(m, vm, &i);
 		if (r < 0)
 			return r;
+		if (once && probe_result(m->probe, i, &res) >= 0 && res.marks[mark] != 0)
+			return 0;
 	} else {
 		r = measure_open_probe(m);
 		if (r < 0)
 			return r;
 	}
 	return probe_mark(m->probe, i, mark);
+}
+
+int measure_mark(Measure *m, const char *vm, ProbeMark mark) {
+	int r;
+
+	if (!m || mark < 0 || mark >= _PROBE_MARK_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	r = mark_locked(m, vm, mark, false);
+	pthread_mutex_unlock(&m->lock);
+	return r;
 }
 
 int measure_vm_outcome(Measure *m, const char *vm, const char *outcome) {
@@ -750,8 +856,15 @@ int measure_vm_outcome(Measure *m, const char *vm, const char *outcome) {
 	if (!m || !vm || !outcome)
 		return -EINVAL;
 	for (size_t i = 0; i < ELEMENTSOF(table); i++)
-		if (streq(table[i].outcome, outcome))
-			return table[i].mark < 0 ? 0
-			                         : measure_mark(m, vm, (ProbeMark)table[i].mark);
+		if (streq(table[i].outcome, outcome)) {
+			int r = 0;
+
+			if (table[i].mark < 0)
+				return 0;
+			pthread_mutex_lock(&m->lock);
+			r = mark_locked(m, vm, (ProbeMark)table[i].mark, true);
+			pthread_mutex_unlock(&m->lock);
+			return r;
+		}
 	return -EINVAL;
 }

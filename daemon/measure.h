@@ -17,11 +17,17 @@
  *   measure_mark(m, name, PROBE_MARK_PAUSE);        after it returned
  *   measure_mark(m, name, PROBE_MARK_SAVE_COMPLETE);after the checkpoint is on disk
  * and on the new kernel:
- *   measure_vm_tracking(m, name, qemu_pid);         once the restored QEMU exists
  *   measure_mark(m, name, PROBE_MARK_RESTORE);      the restore (paused) finished
+ *   measure_vm_tracking(m, name, qemu_pid);         the restored QEMU exists
  *   measure_window_start(m, name);                  right before virDomainResume
  *   measure_mark(m, name, PROBE_MARK_RESUME);       after it returned
- * The reboot request and the daemon start are marked here.
+ * daemon/vms.c makes them from the VM library's VmEvent callback (vm/vm.h), at the
+ * moments themselves, on the VM library's worker threads for restores: these calls
+ * (and measure_vm_outcome()) are thread-safe. The reboot request and the daemon
+ * start are marked here, in the probe and as a line in the kernel log
+ * ("upgraded: reboot-request update=ID", "upgraded: daemon-start update=ID", level
+ * notice, only when /dev/kmsg is the kernel's device) that a console shows to an
+ * outside clock.
  */
 
 #include <stdbool.h>
@@ -67,7 +73,9 @@ int measure_mark(Measure *m, const char *vm, ProbeMark mark);
 
 /* Marks from a VM outcome change, for the VM steps' progress callback (VmProgressCb,
  * called on the daemon's thread): "paused" -> pause, "saved" -> save-complete,
- * "restored" -> restore, "resumed" -> resume; other outcomes are ignored (0).
+ * "restored" -> restore, "resumed" -> resume; other outcomes are ignored (0). A mark
+ * measure_mark() already stamped is kept: the progress report comes later than the
+ * moment.
  * -EINVAL for an unknown outcome name. The vCPU figures still need
  * measure_vm_tracking() and measure_window_start() right before suspend/resume. */
 int measure_vm_outcome(Measure *m, const char *vm, const char *outcome);

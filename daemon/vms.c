@@ -373,28 +373,68 @@ static Measure *context_measure(Context *c) {
 	return c->measure.handoff_prepare ? c->measure.userdata : NULL;
 }
 
-/* Before the first pause: the probe follows each VM's vCPU threads from QEMU's pid,
- * which libvirt's QEMU driver keeps in /run/libvirt/qemu/<name>.pid. A VM without
- * it (another driver, tests) simply has no vCPU figures. */
+/* QEMU's pid of a running domain, which libvirt's QEMU driver keeps in
+ * /run/libvirt/qemu/<name>.pid. -ENOENT without it (another driver, tests): that VM
+ * simply has no vCPU figures. The file is libvirt's, like the connection's URI: not
+ * under --root (and /proc, where the probe finds the threads, is not either). */
+static int qemu_pid(const char *name, pid_t *ret) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	unsigned long long pid;
+	int r;
+
+	if (!name || !*name || strchr(name, '/'))
+		return -EINVAL;
+	if (asprintf(&path, "/run/libvirt/qemu/%s.pid", name) < 0)
+		return -ENOMEM;
+	r = read_file_full(path, 64, &data, NULL);
+	if (r < 0)
+		return r;
+	if (safe_atou64(strstrip(data), &pid) < 0 || pid == 0 || pid > INT32_MAX)
+		return -EBADMSG;
+	*ret = (pid_t)pid;
+	return 0;
+}
+
+/* Before the first pause: the probe follows each VM's vCPU threads. */
 static void measure_track_vms(Context *c, const VmPlanEntry *e, size_t n) {
 	Measure *m = context_measure(c);
+	pid_t pid;
 
 	if (!m)
 		return;
-	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *rel = NULL, *path = NULL, *data = NULL;
-		unsigned long long pid;
+	for (size_t i = 0; i < n; i++)
+		if (qemu_pid(e[i].name, &pid) >= 0)
+			(void)measure_vm_tracking(m, e[i].name, pid);
+}
 
-		if (asprintf(&rel, "/run/libvirt/qemu/%s.pid", e[i].name) < 0) {
-			rel = NULL;
-			continue;
-		}
-		if (path_prefix_root(c->root, rel, &path) < 0 ||
-		    read_file_full(path, 64, &data, NULL) < 0 ||
-		    safe_atou64(strstrip(data), &pid) < 0 || pid == 0 || pid > INT32_MAX)
-			continue;
-		if (measure_vm_tracking(m, e[i].name, (pid_t)pid) >= 0)
-			(void)measure_window_start(m, e[i].name);
+/* The VM library's exact moments (VmEvent), on whichever thread does the step: the
+ * probe window opens right before each pause and each resume; on the new kernel the
+ * restored QEMU's vCPU threads are tracked before the resume lets them run. */
+static void on_vm_event(const VmResult *r, VmEvent e, void *userdata) {
+	Context *c = userdata;
+	Measure *m = context_measure(c);
+	pid_t pid;
+
+	if (!m)
+		return;
+	switch (e) {
+	case VM_EVENT_PAUSING:
+	case VM_EVENT_RESUMING:
+		(void)measure_window_start(m, r->name);
+		break;
+	case VM_EVENT_PAUSED:
+		(void)measure_mark(m, r->name, PROBE_MARK_PAUSE);
+		break;
+	case VM_EVENT_RESTORED:
+		(void)measure_mark(m, r->name, PROBE_MARK_RESTORE);
+		if (qemu_pid(r->name, &pid) >= 0)
+			(void)measure_vm_tracking(m, r->name, pid);
+		break;
+	case VM_EVENT_RESUMED:
+		(void)measure_mark(m, r->name, PROBE_MARK_RESUME);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -544,8 +584,8 @@ static int reason_from_results(const VmResults *res, const char *what, char **re
 	return 0;
 }
 
-static void plan_from_policy(const Context *c, VmPlan *plan) {
-	*plan = (VmPlan){};
+static void plan_from_policy(Context *c, VmPlan *plan) {
+	*plan = (VmPlan){ .on_event = on_vm_event, .event_userdata = c };
 	if (c->policy) {
 		plan->parallel = c->policy->save_parallel;
 		plan->shutdown_timeout_usec = c->policy->shutdown_timeout_usec;

@@ -3,6 +3,7 @@
 
 /* Shared by the daemon's unit tests: temporary roots and crafted images. */
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,9 +34,35 @@ static inline char *test_mkroot(void) {
 	return d;
 }
 
+#if defined(VALIDATE_REPORT) && defined(REPORT_SCHEMA)
+/* Every report the daemon wrote under root validates against docs/report.schema.json
+ * (0; also when there is none), so that no test produces a report nobody checked. */
+static inline int test_validate_reports(const char *root) {
+	char *cmd = NULL;
+	int r;
+
+	if (asprintf(&cmd,
+	             "set -- '%s'/var/lib/upgraded/reports/*.json; [ -e \"$1\" ] || exit 0; "
+	             "exec python3 '%s' '%s' \"$@\"",
+	             root, VALIDATE_REPORT, REPORT_SCHEMA) < 0)
+		return -ENOMEM;
+	r = system(cmd);
+	free(cmd);
+	return r;
+}
+#endif
+
+/* Removes a test root; the reports in it must validate first (a cmocka failure). */
 static inline void test_rmroot(char *d) {
 	char *cmd = NULL;
 
+#if defined(VALIDATE_REPORT) && defined(REPORT_SCHEMA)
+	if (d && test_validate_reports(d) != 0) {
+		fprintf(stderr, "reports under %s do not validate, the root is kept\n", d);
+		free(d);
+		fail_msg("a report the test produced violates docs/report.schema.json");
+	}
+#endif
 	if (d && asprintf(&cmd, "rm -rf '%s'", d) >= 0)
 		(void)!system(cmd);
 	free(cmd);

@@ -159,15 +159,14 @@ static void assert_disk_matches(World *w, Context *c, Update *u) {
 	update_free(v);
 }
 
+/* The report exists; test_rmroot() validates it (and every other report of the
+ * root) against the schema when the test ends. */
 static void assert_report_valid(World *w, const char *id) {
-	_cleanup_free_ char *rel = NULL, *path = NULL, *cmd = NULL;
+	_cleanup_free_ char *rel = NULL, *path = NULL;
 
 	assert_true(asprintf(&rel, "/var/lib/upgraded/reports/%s.json", id) > 0);
 	assert_int_equal(path_prefix_root(w->root, rel, &path), 0);
 	assert_int_equal(access(path, R_OK), 0);
-	assert_true(asprintf(&cmd, "python3 '%s' '%s' '%s'", VALIDATE_REPORT, REPORT_SCHEMA, path) >
-	            0);
-	assert_int_equal(system(cmd), 0);
 }
 
 static void test_context_stage_commit_complete(void **state) {
@@ -595,7 +594,7 @@ static void crash_everywhere(World *w, bool fail_pre) {
 
 		if (k == 0)
 			total = w->steps;
-		/* Reset the root for the next round. */
+		/* Reset the root for the next round (validating its report). */
 		test_rmroot(w->root);
 		w->root = test_mkroot();
 		assert_non_null(w->root);

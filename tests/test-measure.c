@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 
 #include "context.h"
 #include "daemon-test-util.h"
@@ -26,6 +27,7 @@
 #define S        UINT64_C(1000000000)
 
 void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret));
+int measure_kmsg_format(const char *event, const char *id, char *buf, size_t size);
 
 /* Scripted clocks: a 2 GHz TSC counting from the old kernel's boot (TSC = 2 x the old
  * kernel's CLOCK_MONOTONIC); the reboot request (t = 0) is at old monotonic 110 s, the
@@ -58,6 +60,12 @@ typedef struct World {
 	const char *cmdline;
 	bool kmsg;
 	bool request_lost; /* the "handoff-requested" write did not reach the disk */
+	/* The old kernel's probe saw web1's vCPU threads: how many, and when the last one
+	 * stopped (old CLOCK_MONOTONIC; 0: never). The probe itself is disabled in these
+	 * tests, so its figures are put into the handoff record as the real one would. */
+	bool old_probe_ran;
+	unsigned old_threads;
+	uint64_t old_last_ran_ns;
 } World;
 
 static void put(const char *root, const char *rel, const char *text) {
@@ -158,6 +166,17 @@ static json_object *run_update(World *w) {
 	assert_int_equal(probe_mark_at(measure_probe(m), vm, PROBE_MARK_PAUSE, 105 * S), 0);
 	assert_int_equal(update_set_string(&u->handoff_boot_id, OLD_BOOT), 0);
 	c->measure.handoff_prepare(c, u, c->measure.userdata);
+	if (w->old_probe_ran) {
+		json_object *vms, *v;
+		assert_true(json_object_object_get_ex(jget(u->measure, "old_probe", NULL), "vms",
+		                                      &vms));
+		v = json_object_array_get_idx(vms, 0);
+		json_object_object_add(v, "available", json_object_new_boolean(true));
+		json_object_object_add(v, "threads", json_object_new_int(w->old_threads));
+		if (w->old_last_ran_ns)
+			json_object_object_add(v, "vcpu_last_ran_ns",
+			                       json_object_new_uint64(w->old_last_ran_ns));
+	}
 	if (w->request_lost)
 		n_sampled++;
 	else
@@ -227,6 +246,16 @@ static void test_measure_tsc_timebase(void **state) {
 	                            jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0),
 	                                 "downtime_source", NULL)),
 	                    "marks");
+	/* web1 on the report's axis: paused at old 105 s (t = -5 s), resumed at new 6 s
+	 * (t = 3 s + 6 s) */
+	assert_int_equal(json_object_get_int64(
+	                         jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0),
+	                              "stopped_ns", NULL)),
+	                 -5 * (int64_t)S);
+	assert_int_equal(json_object_get_int64(
+	                         jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0),
+	                              "running_ns", NULL)),
+	                 9 * S);
 	assert_string_equal(json_object_get_string(jget(o, "phase_axis", NULL)), "reboot-request");
 	assert_string_equal(
 	        json_object_get_string(json_object_array_get_idx(jget(o, "handoff", "reasons"), 1)),
@@ -310,6 +339,45 @@ static void test_measure_probe_unavailable_and_no_kmsg(void **state) {
 	assert_true(has_missing(o, "vcpu_first_ran", "disabled"));
 	assert_true(has_missing(o, "boot_analysis", "/dev/kmsg"));
 	assert_true(json_object_is_type(jget(o, "boot", NULL), json_type_null));
+	json_object_put(o);
+}
+
+static json_object *vm_downtime0(json_object *o, const char *key) {
+	return jget(json_object_array_get_idx(jget(o, "vm_downtime", NULL), 0), key, NULL);
+}
+
+static void test_measure_vm_downtime_sources(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	/* The old probe saw the last vCPU run at 104 s (t = -6 s), the new one was not
+	 * running: old end from the probe, new end from the resume mark. */
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	w->old_probe_ran = true;
+	w->old_threads = 1;
+	w->old_last_ran_ns = 104 * S;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(vm_downtime0(o, "downtime_source")), "mixed");
+	assert_int_equal(json_object_get_int64(vm_downtime0(o, "stopped_ns")), -6 * (int64_t)S);
+	assert_int_equal(json_object_get_int64(vm_downtime0(o, "downtime_ns")), 15 * S);
+	assert_false(has_missing(o, "vcpu_last_ran", "web1:"));
+	json_object_put(o);
+
+	/* Tracked, but its threads were never seen stopping: the pause mark stands in and
+	 * the report says why. */
+	w->old_last_ran_ns = 0;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(vm_downtime0(o, "downtime_source")), "marks");
+	assert_int_equal(json_object_get_int64(vm_downtime0(o, "downtime_ns")), 14 * S);
+	assert_true(has_missing(o, "vcpu_last_ran", "web1: its vCPUs never stopped"));
+	json_object_put(o);
+
+	/* No vCPU thread found at all (no QEMU pid file, other driver). */
+	w->old_threads = 0;
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(vm_downtime0(o, "downtime_source")), "marks");
+	assert_true(has_missing(o, "vcpu_last_ran", "web1: no vCPU thread was tracked"));
 	json_object_put(o);
 }
 
@@ -397,6 +465,133 @@ static void test_measure_vm_outcome_marks(void **state) {
 	assert_false(r.available);
 }
 
+static void test_measure_exact_marks_win(void **state) {
+	World *w = *state;
+	_cleanup_(measure_freep) Measure *m = NULL;
+	ProbeVmResult r;
+	uint64_t pause, resume;
+
+	/* The VM steps stamp the moment itself (VmEvent); the progress report of the same
+	 * step arrives later on the daemon's thread and must not move the mark. */
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_PAUSE), 0);
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_RESUME), 0);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	pause = r.marks[PROBE_MARK_PAUSE];
+	resume = r.marks[PROBE_MARK_RESUME];
+	assert_true(pause > 0 && resume >= pause);
+	usleep(2000);
+	assert_int_equal(measure_vm_outcome(m, "web1", "paused"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "resumed"), 0);
+	assert_int_equal(measure_vm_outcome(m, "web1", "restored"), 0);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	assert_int_equal(r.marks[PROBE_MARK_PAUSE], pause);
+	assert_int_equal(r.marks[PROBE_MARK_RESUME], resume);
+	/* A mark the steps did not stamp comes from the outcome. */
+	assert_true(r.marks[PROBE_MARK_RESTORE] > resume);
+	/* measure_mark() itself restamps: it is the exact moment. */
+	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_PAUSE), 0);
+	assert_int_equal(probe_result(measure_probe(m), 0, &r), 0);
+	assert_true(r.marks[PROBE_MARK_PAUSE] > pause);
+}
+
+#define N_THREADS 8
+#define N_ROUNDS  200
+
+typedef struct Racer {
+	Measure *m;
+	char name[16];
+	unsigned failed; /* cmocka's asserts belong to the main thread */
+} Racer;
+
+static void *racer(void *arg) {
+	Racer *x = arg;
+
+	for (unsigned i = 0; i < N_ROUNDS; i++) {
+		x->failed += measure_window_start(x->m, x->name) != 0;
+		x->failed += measure_mark(x->m, x->name, PROBE_MARK_RESTORE) != 0;
+		x->failed += measure_vm_outcome(x->m, x->name, "resumed") != 0;
+		x->failed += measure_vm_tracking(x->m, x->name, getpid()) != 0;
+	}
+	return NULL;
+}
+
+static void test_measure_vm_api_threads(void **state) {
+	World *w = *state;
+	_cleanup_(measure_freep) Measure *m = NULL;
+	pthread_t t[N_THREADS];
+	Racer x[N_THREADS];
+	json_object *j = NULL, *vms;
+
+	/* The restore workers call the VM API concurrently: every VM is registered once and
+	 * keeps its marks (the registry grows by realloc under the callers). */
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	for (size_t i = 0; i < N_THREADS; i++) {
+		x[i] = (Racer){ .m = m };
+		snprintf(x[i].name, sizeof(x[i].name), "vm%zu", i);
+		assert_int_equal(pthread_create(&t[i], NULL, racer, &x[i]), 0);
+	}
+	for (size_t i = 0; i < N_THREADS; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(x[i].failed, 0);
+	}
+	assert_int_equal(probe_to_json(measure_probe(m), &j), 0);
+	assert_true(json_object_object_get_ex(j, "vms", &vms));
+	assert_int_equal(json_object_array_length(vms), N_THREADS);
+	for (uint32_t i = 0; i < N_THREADS; i++) {
+		ProbeVmResult r;
+		assert_int_equal(probe_result(measure_probe(m), i, &r), 0);
+		assert_true(r.marks[PROBE_MARK_RESTORE] > 0 && r.marks[PROBE_MARK_RESUME] > 0);
+		assert_true(r.window_ns > 0);
+	}
+	json_object_put(j);
+}
+
+static void test_measure_kmsg_marks(void **state) {
+	World *w = *state;
+	_cleanup_free_ char *path = NULL, *after = NULL;
+	char line[128];
+	json_object *o;
+
+	assert_int_equal(
+	        measure_kmsg_format("reboot-request", "0123456789abcdef", line, sizeof(line)),
+	        (int)strlen("<5>upgraded: reboot-request update=0123456789abcdef\n"));
+	assert_string_equal(line, "<5>upgraded: reboot-request update=0123456789abcdef\n");
+	assert_true(measure_kmsg_format("daemon-start", NULL, line, sizeof(line)) > 0);
+	assert_string_equal(line, "<5>upgraded: daemon-start update=-\n");
+	assert_int_equal(measure_kmsg_format("daemon-start", "x", line, 10), -ENOBUFS);
+	assert_int_equal(measure_kmsg_format(NULL, "x", line, sizeof(line)), -EINVAL);
+
+	/* The marks go to the kernel's log device only: a test root's fake /dev/kmsg (a
+	 * regular file) is read for the boot analysis and left as it was. */
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	o = run_update(w);
+	assert_true(asprintf(&path, "%s/dev/kmsg", w->root) > 0);
+	assert_int_equal(read_file_full(path, 1 << 20, &after, NULL), 0);
+	assert_string_equal(after, kmsg);
+	json_object_put(o);
+}
+
+static void test_measure_report_gate(void **state) {
+	World *w = *state;
+	_cleanup_free_ char *path = NULL;
+
+	/* Every test root's reports are validated when it is removed: the gate itself
+	 * must catch a report that violates the schema. */
+	assert_int_equal(test_validate_reports(w->root), 0);
+	put(w->root, "/var/lib/upgraded/reports/0123456789abcdef.json", "{\"schema\": 2}\n");
+	assert_int_not_equal(test_validate_reports(w->root), 0);
+	put(w->root, "/var/lib/upgraded/reports/0123456789abcdef.json", "{}\n");
+	assert_int_not_equal(test_validate_reports(w->root), 0);
+	assert_true(asprintf(&path, "%s/var/lib/upgraded/reports/0123456789abcdef.json", w->root) >
+	            0);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(test_validate_reports(w->root), 0);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
@@ -409,6 +604,11 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_report_without_measurement, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_measure_vm_outcome_marks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_exact_marks_win, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_vm_downtime_sources, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_vm_api_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_kmsg_marks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_report_gate, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

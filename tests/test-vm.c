@@ -81,6 +81,37 @@ static int injected(const char *what, virDomainPtr dom) {
 	return -1;
 }
 
+/* ---- a trace of libvirt calls and VmEvents, in the order they happened ---- */
+
+static struct {
+	bool on;
+	char entries[64][48];
+	size_t n;
+	pthread_t main_thread;
+	pthread_mutex_t lock;
+} trace = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void trace_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void trace_add(const char *fmt, ...) {
+	va_list ap;
+
+	pthread_mutex_lock(&trace.lock);
+	if (trace.on && trace.n < 64) {
+		va_start(ap, fmt);
+		vsnprintf(trace.entries[trace.n++], sizeof(trace.entries[0]), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&trace.lock);
+}
+
+/* Index of entry in the trace, -1 when absent. */
+static ssize_t trace_index(const char *entry) {
+	for (size_t i = 0; i < trace.n; i++)
+		if (strcmp(trace.entries[i], entry) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
 static virConnectPtr fake_connect_open(const char *uri) {
 	if (hit(OP_CONNECT, NULL))
 		return virConnectOpen("test:///injected-connect-failure.xml");
@@ -88,10 +119,12 @@ static virConnectPtr fake_connect_open(const char *uri) {
 }
 
 static int fake_suspend(virDomainPtr d) {
+	trace_add("suspend:%s", virDomainGetName(d));
 	return hit(OP_SUSPEND, d) ? injected("suspend", d) : virDomainSuspend(d);
 }
 
 static int fake_resume(virDomainPtr d) {
+	trace_add("resume:%s", virDomainGetName(d));
 	return hit(OP_RESUME, d) ? injected("resume", d) : virDomainResume(d);
 }
 
@@ -148,6 +181,7 @@ static int fake_has_managed_save(virDomainPtr d, unsigned flags) {
 }
 
 static int fake_create(virDomainPtr d, unsigned flags) {
+	trace_add("create:%s", virDomainGetName(d));
 	return hit(OP_CREATE, d) ? injected("create", d) : virDomainCreateWithFlags(d, flags);
 }
 
@@ -235,6 +269,8 @@ static int setup(void **state) {
 	define_domain("a", "", true);
 	define_domain("b", "", true);
 	memset(&inj, 0, offsetof(typeof(inj), lock));
+	trace.on = false;
+	trace.n = 0;
 	n_progress = 0;
 	vm_set_ops(&fake_ops);
 	return 0;
@@ -438,6 +474,101 @@ static void test_checkpoint_restore_ok(void **state) {
 	}
 	assert_true(progress_index("a:restoring", false) >= 0);
 	assert_true(progress_index("a:resumed", false) > progress_index("a:restoring", false));
+	vm_results_free(r);
+}
+
+static const char *vm_state_to_string_for_test(const char *name) {
+	virDomainPtr d = virDomainLookupByName(conn, name);
+	int st = -1, reason;
+
+	if (d) {
+		(void)virDomainGetState(d, &st, &reason, 0);
+		virDomainFree(d);
+	}
+	return st == VIR_DOMAIN_PAUSED || st == VIR_DOMAIN_RUNNING ? "(active)" : "(inactive)";
+}
+
+/* The VmEvent callback: where it ran, and the domain's state at RESTORED. */
+static void on_event(const VmResult *r, VmEvent e, void *userdata) {
+	bool main_thread = pthread_equal(pthread_self(), trace.main_thread);
+	const char *state = "";
+
+	assert_ptr_equal(userdata, &trace);
+	if (e == VM_EVENT_RESTORED)
+		state = vm_state_to_string_for_test(r->name);
+	trace_add("%s:%s%s%s", vm_event_to_string(e), r->name, main_thread ? "" : "@worker", state);
+}
+
+static void test_events_at_the_moment(void **state) {
+	VmPlan plan = {
+		.entries = plan_ab, .n_entries = 3, .on_event = on_event, .event_userdata = &trace
+	};
+	VmResults *r = NULL;
+
+	trace.main_thread = pthread_self();
+	trace.on = true;
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	/* Pauses: on the caller's thread, right around virDomainSuspend. */
+	for (size_t i = 0; i < 3; i++) {
+		char a[48], b[48], c[48];
+
+		snprintf(a, sizeof(a), "pausing:%s", plan_ab[i].name);
+		snprintf(b, sizeof(b), "suspend:%s", plan_ab[i].name);
+		snprintf(c, sizeof(c), "paused:%s", plan_ab[i].name);
+		assert_true(trace_index(a) >= 0);
+		assert_int_equal(trace_index(b), trace_index(a) + 1);
+		assert_int_equal(trace_index(c), trace_index(b) + 1);
+	}
+	assert_int_equal(trace.n, 9);
+
+	/* Restores: on the workers; restored (active: paused with libvirt's QEMU driver, the
+	 * test driver ignores VIR_DOMAIN_START_PAUSED and needs no resume) -> resuming ->
+	 * resumed. The paused VM that survived is only resumed. */
+	trace.n = 0;
+	assert_int_equal(vm_restore_all(conn, &plan, r, NULL, NULL), 0);
+	for (size_t i = 0; i < 2; i++) {
+		const char *n = plan_ab[i].name;
+		char cr[48], rd[48], rg[48], ru[48];
+
+		snprintf(cr, sizeof(cr), "create:%s", n);
+		snprintf(rd, sizeof(rd), "restored:%s@worker(active)", n);
+		snprintf(rg, sizeof(rg), "resuming:%s@worker", n);
+		snprintf(ru, sizeof(ru), "resumed:%s@worker", n);
+		assert_true(trace_index(cr) >= 0);
+		assert_true(trace_index(rd) > trace_index(cr));
+		assert_true(trace_index(rg) > trace_index(rd));
+		assert_true(trace_index(ru) > trace_index(rg));
+	}
+	assert_int_equal(trace_index("restored:test@worker(active)"), -1);
+	assert_true(trace_index("resume:test") > trace_index("resuming:test@worker"));
+	assert_true(trace_index("resumed:test@worker") > trace_index("resume:test"));
+	assert_all_running_no_image();
+	vm_results_free(r);
+}
+
+static void test_events_not_on_failure(void **state) {
+	VmPlan plan = {
+		.entries = plan_ab, .n_entries = 3, .on_event = on_event, .event_userdata = &trace
+	};
+	VmResults *r = NULL;
+
+	trace.main_thread = pthread_self();
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	trace.on = true;
+	/* a's restore fails: no moment of a restored or resumed VM is announced; test's
+	 * resume fails: it was announced as resuming, never as resumed. */
+	inj.target[OP_CREATE] = "a";
+	inj.target[OP_RESUME] = "test";
+	assert_int_equal(vm_restore_all(conn, &plan, r, NULL, NULL), -EIO);
+	assert_int_equal(trace_index("restored:a@worker(active)"), -1);
+	assert_int_equal(trace_index("resuming:a@worker"), -1);
+	assert_int_equal(trace_index("resumed:a@worker"), -1);
+	assert_true(trace_index("restored:b@worker(active)") >= 0);
+	assert_true(trace_index("resumed:b@worker") > trace_index("resuming:b@worker"));
+	assert_true(trace_index("resuming:test@worker") >= 0);
+	assert_int_equal(trace_index("resumed:test@worker"), -1);
+	assert_null(vm_event_to_string(_VM_EVENT_MAX));
+	assert_null(vm_event_to_string((VmEvent)-1));
 	vm_results_free(r);
 }
 
@@ -979,6 +1110,8 @@ int main(void) {
 		T(test_strategy_strings),
 		T(test_inventory_facts),
 		T(test_checkpoint_restore_ok),
+		T(test_events_at_the_moment),
+		T(test_events_not_on_failure),
 		T(test_checkpoint_bypass_cache),
 		T(test_checkpoint_parallel_limit),
 		T(test_null_arguments),

@@ -16,6 +16,7 @@
 
 #include "context.h"
 #include "daemon-test-util.h"
+#include "measure.h"
 #include "path-util.h"
 #include "string-util.h"
 #include "upgrade-errors.h"
@@ -33,6 +34,8 @@ typedef struct World {
 	char *root;
 	virConnectPtr conn; /* keeps the test host alive across "restarts" */
 	VmWiring *vms;
+	bool with_measure;            /* the daemon's measurement (probe disabled: marks only) */
+	Measure *measure;             /* of the running "boot"; outlives its context */
 	const char *crash_after_hook; /* crash at the persist that marks this hook done */
 	bool crash_at_vm_mark;        /* crash at the persist of the empty "vms" mark */
 	bool crashed;
@@ -96,6 +99,14 @@ static Context *boot(World *w, const char *running, const char *boot_id, bool re
 	memcpy(c->boot_id, boot_id, 33);
 	assert_int_equal(policy_load(w->root, &p, NULL), 0);
 	assert_int_equal(context_set_policy(c, p), 0);
+	if (w->with_measure) {
+		w->measure = measure_free(w->measure);
+		assert_int_equal(
+		        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true },
+		                    &w->measure),
+		        0);
+		assert_int_equal(measure_attach(w->measure, c), 0);
+	}
 	vms_free(w->vms);
 	assert_int_equal(vms_attach(c, URI, &w->vms), 0);
 	c->ops.request_kexec = request_kexec;
@@ -104,6 +115,8 @@ static Context *boot(World *w, const char *running, const char *boot_id, bool re
 	c->persist_hook = crash_seam;
 	c->persist_hook_userdata = w;
 	assert_int_equal(context_load(c), 0);
+	if (w->measure)
+		(void)measure_daemon_start(w->measure, c);
 	if (recover) {
 		r = context_recover(c);
 		assert_true(r >= 0 || r == -ECANCELED);
@@ -160,6 +173,7 @@ static int teardown(void **state) {
 
 	vm_set_ops(NULL);
 	w->vms = vms_free(w->vms);
+	w->measure = measure_free(w->measure);
 	virConnectClose(w->conn); /* resets the test host */
 	test_rmroot(w->root);
 	free(w);
@@ -535,6 +549,96 @@ static void test_vms_restore_one_errors(void **state) {
 	context_free(c);
 }
 
+static json_object *load_json(World *w, const char *rel) {
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	json_object *o;
+
+	assert_int_equal(path_prefix_root(w->root, rel, &path), 0);
+	assert_int_equal(read_file_full(path, 1 << 24, &text, NULL), 0);
+	o = json_tokener_parse(text);
+	assert_non_null(o);
+	return o;
+}
+
+static json_object *jpath(json_object *o, const char *a, const char *b, const char *c) {
+	const char *keys[] = { a, b, c };
+
+	for (size_t i = 0; i < ELEMENTSOF(keys) && keys[i]; i++)
+		if (!o || !json_object_object_get_ex(o, keys[i], &o))
+			return NULL;
+	return o;
+}
+
+static json_object *probe_vm(json_object *report, const char *kernel, const char *name) {
+	json_object *vms = jpath(report, "probe", kernel, "vms"), *n;
+
+	for (size_t i = 0; vms && i < json_object_array_length(vms); i++) {
+		json_object *v = json_object_array_get_idx(vms, i);
+		if (json_object_object_get_ex(v, "name", &n) &&
+		    streq(json_object_get_string(n), name))
+			return v;
+	}
+	return NULL;
+}
+
+static int64_t mark(json_object *vm, const char *name) {
+	json_object *v = jpath(vm, "marks_ns", name, NULL);
+	return v ? json_object_get_int64(v) : 0;
+}
+
+/* The VM steps name their moments to the measurement on both kernels: on the old one
+ * the window opens right before each pause and the pause is stamped when it returned;
+ * on the new one each VM's restore, then (window) its resume, from the restore worker
+ * itself, after the daemon's start. */
+static void test_vms_measure_moments(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_free_ char *id = NULL, *rel = NULL;
+	World *w = *state;
+	Context *c;
+	Update *u;
+	json_object *report;
+
+	w->with_measure = true;
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	u = stage(c);
+	id = strdup(u->id);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_int_equal(context_commit_run(c, u), 0);
+	assert_int_equal(w->requests, 1);
+	context_free(c);
+	c = boot(w, NEW_KERNEL, BOOT_B, true);
+	u = context_find(c, id);
+	assert_int_equal(u->state, UPDATE_DONE);
+	assert_all_given_back(w);
+	assert_report_valid(w, id);
+	assert_true(asprintf(&rel, "/var/lib/upgraded/reports/%s.json", id) > 0);
+	report = load_json(w, rel);
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *name = i == 0 ? "a" : "b";
+		json_object *old = probe_vm(report, "old", name),
+		            *new = probe_vm(report, "new", name);
+		json_object *start = jpath(jpath(report, "probe", "new", "marks_ns"),
+		                           "daemon-start", NULL, NULL);
+		int64_t window_old, window_new;
+
+		assert_non_null(old);
+		assert_non_null(new);
+		window_old = json_object_get_int64(jpath(old, "window_ns", NULL, NULL));
+		window_new = json_object_get_int64(jpath(new, "window_ns", NULL, NULL));
+		assert_true(window_old > 0 && mark(old, "pause") >= window_old);
+		assert_true(mark(old, "save-complete") >= mark(old, "pause"));
+		assert_non_null(start);
+		assert_true(mark(new, "restore") >= json_object_get_int64(start));
+		assert_true(window_new >= mark(new, "restore"));
+		assert_true(mark(new, "resume") >= window_new);
+	}
+	/* The other VM was not touched: it has no moments. */
+	assert_null(probe_vm(report, "new", "test"));
+	json_object_put(report);
+	context_free(c);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
@@ -547,6 +651,7 @@ int main(void) {
 		T(test_vms_policy_refusal_changes_nothing),
 		T(test_vms_metadata_rule_and_pause_refused),
 		T(test_vms_restore_one_errors),
+		T(test_vms_measure_moments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,11 @@ static int start_domain(virDomainPtr dom) {
 	return vm_ops->create(dom, 0) < 0 ? -EIO : 0;
 }
 
+static void event(const VmPlan *plan, const VmResult *r, VmEvent e) {
+	if (plan && plan->on_event)
+		plan->on_event(r, e, plan->event_userdata);
+}
+
 static void report(VmRunner *run, const VmResult *r) {
 	if (run->cb)
 		run->cb(r, run->userdata);
@@ -411,7 +416,7 @@ static int settle_state(virDomainPtr dom, VmResult *r) {
  * it) -> resume; managed save image -> restore paused, then resume; shut down by us -> start.
  * A failed restore never removes the image: it stays for `upgradectl restore-vm`.
  */
-static int restore_domain(virConnectPtr c, VmResult *r) {
+static int restore_domain(virConnectPtr c, const VmPlan *plan, VmResult *r) {
 	_cleanup_domain_ virDomainPtr dom = lookup(c, r);
 	int state, has, k;
 	usec_t t0;
@@ -442,13 +447,17 @@ static int restore_domain(virConnectPtr c, VmResult *r) {
 				            vm_last_error(), r->name);
 			return fail(r, k, "start failed: %s", vm_last_error());
 		}
+		event(plan, r, VM_EVENT_RESTORED);
 	}
 
+	if (state_is_running(r->orig_state))
+		event(plan, r, VM_EVENT_RESUMING);
 	k = settle_state(dom, r);
 	if (k < 0)
 		return k;
 	if (state_is_running(r->orig_state)) {
 		r->resumed_at = vm_now(CLOCK_REALTIME);
+		event(plan, r, VM_EVENT_RESUMED);
 		r->outcome = VM_OUTCOME_RESUMED;
 	} else
 		r->outcome = VM_OUTCOME_RESTORED;
@@ -456,7 +465,7 @@ static int restore_domain(virConnectPtr c, VmResult *r) {
 }
 
 static int job_restore(VmJob *j, virConnectPtr c) {
-	return restore_domain(c, j->result);
+	return restore_domain(c, j->runner->plan, j->result);
 }
 
 /*
@@ -643,10 +652,13 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 			continue;
 		if (state_is_running(v->orig_state)) {
 			dom = lookup(conn, v);
+			if (dom)
+				event(plan, v, VM_EVENT_PAUSING);
 			if (!dom || vm_ops->suspend(dom) < 0) {
 				r = fail(v, -EIO, "pause failed: %s", vm_last_error());
 				break;
 			}
+			event(plan, v, VM_EVENT_PAUSED);
 		}
 		v->paused_at = vm_now(CLOCK_REALTIME);
 		v->outcome = VM_OUTCOME_PAUSED;
@@ -796,7 +808,7 @@ int vm_restore_one(virConnectPtr conn, const char *name, VmResult *r) {
 	r->strategy = VM_STRATEGY_CHECKPOINT;
 	free(r->error);
 	r->error = NULL;
-	k = restore_domain(conn, r);
+	k = restore_domain(conn, NULL, r);
 finish:
 	if (r == &local)
 		free(local.error);

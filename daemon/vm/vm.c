@@ -38,6 +38,12 @@ static const char *const outcome_table[_VM_OUTCOME_MAX] = {
 	[VM_OUTCOME_FAILED] = "failed",
 };
 
+static const char *const event_table[_VM_EVENT_MAX] = {
+	[VM_EVENT_PAUSING] = "pausing",   [VM_EVENT_PAUSED] = "paused",
+	[VM_EVENT_RESTORED] = "restored", [VM_EVENT_RESUMING] = "resuming",
+	[VM_EVENT_RESUMED] = "resumed",
+};
+
 #define VM_DOMAIN_STATE_MAX (VIR_DOMAIN_PMSUSPENDED + 1)
 
 static const char *const state_table[VM_DOMAIN_STATE_MAX] = {
@@ -93,6 +99,10 @@ const char *vm_outcome_to_string(VmOutcome o) {
 
 VmOutcome vm_outcome_from_string(const char *s) {
 	return (VmOutcome)lookup_table(outcome_table, _VM_OUTCOME_MAX, s);
+}
+
+const char *vm_event_to_string(VmEvent e) {
+	return e >= 0 && e < _VM_EVENT_MAX ? event_table[e] : NULL;
 }
 
 const char *vm_state_to_string(int state) {

@@ -118,6 +118,28 @@ int vm_inventory(virConnectPtr conn, VmList **ret_list);
 const VmInfo *vm_list_find(const VmList *l, const char *name);
 struct json_object *vm_list_to_json(const VmList *l);
 
+/*
+ * The moments a measurement wants to stamp exactly (daemon/measure.h): unlike the progress
+ * callback, called synchronously at the moment itself, on the thread doing the step (the
+ * caller's for pauses, a worker's for restores and resumes), so it must be thread-safe and
+ * quick. It cannot fail a step.
+ */
+typedef enum VmEvent {
+	VM_EVENT_PAUSING,  /* right before virDomainSuspend */
+	VM_EVENT_PAUSED,   /* virDomainSuspend returned */
+	VM_EVENT_RESTORED, /* the domain is active again (restored from its image, paused where
+	                      the driver supports it, or started again after the shutdown
+	                      strategy): its QEMU process exists */
+	VM_EVENT_RESUMING, /* right before the domain is resumed after the handoff */
+	VM_EVENT_RESUMED,  /* virDomainResume returned: the VM runs again */
+	_VM_EVENT_MAX,
+} VmEvent;
+
+const char *vm_event_to_string(VmEvent e);
+
+struct VmResult;
+typedef void (*VmEventCb)(const struct VmResult *r, VmEvent e, void *userdata);
+
 /* The policy's decision for one VM, and the knobs of one run. */
 typedef struct VmPlanEntry {
 	const char *name;
@@ -134,6 +156,8 @@ typedef struct VmPlan {
 	bool no_bypass_cache;         /* do not ask for VIR_DOMAIN_SAVE_BYPASS_CACHE */
 	const char *save_dir;         /* where managed save images live, for saved_bytes;
 	                                  NULL = VM_SAVE_DIR_DEFAULT */
+	VmEventCb on_event;           /* optional, see VmEvent */
+	void *event_userdata;
 } VmPlan;
 
 #define VM_PARALLEL_DEFAULT         4u

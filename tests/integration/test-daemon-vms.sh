@@ -6,7 +6,8 @@
 # libvirtd and QEMU by PID). The guests boot counter.s, which counts timer ticks in RAM:
 #   1. commit --wait checkpoints both (record backend: the "kexec" is a file), a restart as
 #      "the new kernel" restores them, each counter continues from where it was paused, the
-#      report (validated) has both VMs with their downtime;
+#      report (validated) has both VMs with their downtime, and the vCPU probe's figures
+#      of both "kernels" agree with libvirt's;
 #   2. a save that fails (save directory full) rolls back: both running, counters continued,
 #      no image left, the update failed naming the VM;
 #   3. restore-vm: VMRunning for a running VM, and a VM saved by hand comes back.
@@ -114,6 +115,43 @@ check "report validates against the schema" python3 "$VALIDATE" "$SCHEMA" "$T/re
 check "report: both VMs resumed with a downtime" test "$(json "$T/report.json" "sorted((v['name'], v['result'], v['downtime'] > 0) for v in d['vms'])")" = "[('vm-a', 'resumed', True), ('vm-b', 'resumed', True)]"
 json "$T/report.json" "'\n'.join('# %s: saved %s bytes, save %.3f s, restore %.3f s, downtime %.3f s' % (v['name'], v['saved_bytes'], v['save_time']/1e6, v['restore_time']/1e6, v['downtime']/1e6) for v in d['vms'])"
 echo "# commit start -> restored daemon up (external clock, includes the daemon restart): $(python3 -c "print('%.3f s' % ($t1 - $t0))")"
+# The vCPU probe on both "kernels" (root, BTF): the restored QEMU's vCPU thread is
+# tracked before the resume, and its first run is seen. Without a kexec both daemons
+# share one CLOCK_MONOTONIC, so the probe's downtime (last vCPU run before the pause ->
+# first after the resume) can be put next to libvirt's own (paused_at -> resumed_at,
+# wall clock): they must agree within 250 ms (the probe's ends lie inside libvirt's,
+# give or take the guest's 55 ms timer tick and the calls' own latency).
+if [ -e /sys/kernel/btf/vmlinux ]; then
+        check "probe: each VM's vCPU thread tracked on both kernels, first run after restore seen" \
+                python3 - "$T/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+vms = {v['name']: v for v in r['vms']}
+ok = True
+for k in ('old', 'new'):
+    if not (r['probe'][k] or {}).get('available'):
+        print(f"# probe {k}: unavailable: {r['probe'][k]}")
+        ok = False
+for name in sorted(vms):
+    old = next(v for v in r['probe']['old']['vms'] if v['name'] == name)
+    new = next(v for v in r['probe']['new']['vms'] if v['name'] == name)
+    last, first = old.get('vcpu_last_ran_ns'), new.get('vcpu_first_ran_ns')
+    m = new['marks_ns']
+    if old['threads'] < 1 or new['threads'] < 1 or not last or not first:
+        print(f"# {name}: threads {old['threads']}/{new['threads']}, last {last}, first {first}")
+        ok = False
+        continue
+    if not m['restore'] <= new['window_ns'] <= first <= m['resume'] + 10**9:
+        print(f"# {name}: restore {m['restore']} window {new['window_ns']} first {first} resume {m['resume']}")
+        ok = False
+    probe_s = (first - last) / 1e9
+    libvirt_s = (vms[name]['resumed_at'] - vms[name]['paused_at']) / 1e6
+    print(f"# {name}: probe downtime {probe_s:.3f} s, libvirt {libvirt_s:.3f} s, "
+          f"resume returned {(m['resume'] - first) / 1e6:+.1f} ms after the first vCPU run")
+    ok = ok and abs(probe_s - libvirt_s) <= 0.25
+sys.exit(0 if ok else 1)
+PY
+fi
 stop_daemon
 
 # ---- 2. the save directory is full: rollback ----
@@ -144,6 +182,11 @@ after_b=$(counter vm-b)
 echo "# vm-b: $c before the manual save, $after_b after restore-vm"
 check "vm-b running with its count continued" test "$(V domstate vm-b)" = running -a "$after_b" -ge "$c" -a "$after_b" -lt $((c + 80))
 stop_daemon
+
+# Every report this run produced, not only the ones looked at above.
+reports=("$ROOT"/var/lib/upgraded/reports/*.json)
+check "all ${#reports[@]} reports on disk validate against the schema" \
+        bash -c '[ -e "$3" ] && exec python3 "$1" "$2" "${@:3}"' _ "$VALIDATE" "$SCHEMA" "${reports[@]}"
 
 echo "1..$n"
 [ "$failures" -eq 0 ]

@@ -323,5 +323,10 @@ check "Finished signal emitted" grep -q "Member=Finished" "$T/monitor.txt"
 check "ReportReady signal emitted on the Manager" bash -c "grep -A3 'Member=ReportReady' '$T/monitor.txt' | grep -q 'Path=/org/upgraded/Upgrade1$' || grep 'Member=ReportReady' '$T/monitor.txt' | grep -q 'Path=/org/upgraded/Upgrade1 '"
 check "PropertiesChanged on an update object" bash -c "grep 'Member=PropertiesChanged' '$T/monitor.txt' | grep -q 'Path=/org/upgraded/Upgrade1/update/'"
 
+# Every report this run produced, not only the ones looked at above.
+reports=("$ROOT"/var/lib/upgraded/reports/*.json)
+check "all ${#reports[@]} reports on disk validate against the schema" \
+        bash -c '[ -e "$3" ] && exec python3 "$1" "$2" "${@:3}"' _ "$VALIDATE" "$SCHEMA" "${reports[@]}"
+
 echo "1..$n"
 [ "$failures" -eq 0 ] || { echo "$failures of $n checks failed"; exit 1; }
