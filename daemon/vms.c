@@ -549,6 +549,7 @@ static void plan_from_policy(const Context *c, VmPlan *plan) {
 	if (c->policy) {
 		plan->parallel = c->policy->save_parallel;
 		plan->shutdown_timeout_usec = c->policy->shutdown_timeout_usec;
+		plan->pause_timeout_usec = c->policy->pause_timeout_usec;
 	}
 }
 
