@@ -10,3 +10,8 @@
 json_object *cli_jobj(json_object *o, const char *k);
 /* o[k] when it is a string, else NULL. */
 const char *cli_jstr(json_object *o, const char *k);
+/* o[k] when it is an array, else NULL. json-c's array calls assert that they get one: never
+ * give them a value of a reply without this check. */
+json_object *cli_jarray(json_object *o, const char *k);
+/* The length of an array from cli_jarray(); 0 for NULL. */
+size_t cli_jarray_length(json_object *a);

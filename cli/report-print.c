@@ -46,11 +46,22 @@ static void print_figure(FILE *f, const char *label, json_object *v, json_object
 	        format_ns(unc, b, sizeof(b)));
 }
 
+/* Where t falls on a 41-column bar from lo to hi, in 0..40. Computed in double: the report's
+ * figures are any 64-bit integers, and their differences may not fit in one. */
+static int bar_column(int64_t t, int64_t lo, int64_t hi) {
+	double span = (double)hi - (double)lo, x;
+
+	if (!(span > 0)) /* also when hi and lo round to the same double */
+		return 0;
+	x = ((double)t - (double)lo) * 40.0 / span;
+	return !(x > 0) ? 0 : x >= 40 ? 40 : (int)x;
+}
+
 /* The phases on the report's axis, with relative times, durations and a bar. */
 static void print_timeline(FILE *f, json_object *o) {
-	json_object *phases = cli_jobj(o, "phases");
+	json_object *phases = cli_jarray(o, "phases");
 	int64_t lo = INT64_MAX, hi = INT64_MIN;
-	size_t n = phases ? json_object_array_length(phases) : 0;
+	size_t n = cli_jarray_length(phases);
 
 	if (n == 0) {
 		fprintf(f, "\nTimeline: not available (no common timebase; see Missing)\n");
@@ -69,17 +80,16 @@ static void print_timeline(FILE *f, json_object *o) {
 		int64_t a = json_object_get_int64(cli_jobj(p, "start_ns"));
 		int64_t b = json_object_get_int64(cli_jobj(p, "end_ns"));
 		bool est = json_object_get_boolean(cli_jobj(p, "estimated"));
-		int x0 = hi > lo ? (int)((a - lo) * 40 / (hi - lo)) : 0;
-		int x1 = hi > lo ? (int)((b - lo) * 40 / (hi - lo)) : 0;
+		int x0 = bar_column(a, lo, hi), x1 = bar_column(b, lo, hi);
 		char bar[48];
 
 		memset(bar, ' ', sizeof(bar));
-		for (int x = x0; x <= MIN(x1, 40); x++)
+		for (int x = x0; x <= x1; x++)
 			bar[x] = '#';
 		bar[41] = 0;
 		fprintf(f, "  %-15s %c%+10.3fs %c%+10.3fs %11.3fs  |%s|\n",
 		        strna(cli_jstr(p, "name")), est ? '~' : ' ', (double)a / 1e9,
-		        est ? '~' : ' ', (double)b / 1e9, (double)(b - a) / 1e9, bar);
+		        est ? '~' : ' ', (double)b / 1e9, ((double)b - (double)a) / 1e9, bar);
 	}
 }
 
@@ -90,10 +100,10 @@ void report_print(json_object *o, FILE *f) {
 	fprintf(f, "%19s: %s\n", "Update", strna(cli_jstr(o, "id")));
 	fprintf(f, "%19s: %s%s%s\n", "Result", strna(cli_jstr(o, "result")),
 	        cli_jstr(o, "reason") ? ": " : "", strempty(cli_jstr(o, "reason")));
-	a = cli_jobj(o, "stamps");
-	if (a && json_object_array_length(a) > 0) {
+	a = cli_jarray(o, "stamps");
+	if (cli_jarray_length(a) > 0) {
 		char when[64];
-		json_object *last = json_object_array_get_idx(a, json_object_array_length(a) - 1);
+		json_object *last = json_object_array_get_idx(a, cli_jarray_length(a) - 1);
 
 		format_usec(json_object_get_uint64(cli_jobj(last, "realtime_usec")), when,
 		            sizeof(when));
@@ -110,22 +120,22 @@ void report_print(json_object *o, FILE *f) {
 	        json_object_get_boolean(cli_jobj(b, "test_only")) ? " (TEST ONLY)" : "");
 	h = cli_jobj(o, "handoff");
 	fprintf(f, "%19s: %s\n", "Mode", strna(cli_jstr(h, "mode")));
-	a = cli_jobj(h, "reasons");
-	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+	a = cli_jarray(h, "reasons");
+	for (size_t i = 0; i < cli_jarray_length(a); i++)
 		fprintf(f, "%19s%s %s\n", i == 0 ? "Why" : "", i == 0 ? ":" : " ",
-		        json_object_get_string(json_object_array_get_idx(a, i)));
+		        strna(json_object_get_string(json_object_array_get_idx(a, i))));
 
 	t = cli_jobj(o, "timebase");
 	tot = cli_jobj(o, "totals");
 	if (t && json_object_is_type(t, json_type_object) &&
 	    !streq_ptr(cli_jstr(t, "timebase"), "none")) {
-		json_object *fl = cli_jobj(t, "flags");
+		json_object *fl = cli_jarray(t, "flags");
 		fprintf(f, "%19s: %s, +- %s", "Timebase", strna(cli_jstr(t, "timebase")),
 		        format_ns(cli_jobj(t, "uncertainty_ns"), buf, sizeof(buf)));
-		for (size_t i = 0; fl && i < json_object_array_length(fl); i++)
+		for (size_t i = 0; i < cli_jarray_length(fl); i++)
 			fprintf(f, "%s%s", i == 0 ? " (" : ", ",
-			        json_object_get_string(json_object_array_get_idx(fl, i)));
-		fprintf(f, "%s\n", fl && json_object_array_length(fl) > 0 ? ")" : "");
+			        strna(json_object_get_string(json_object_array_get_idx(fl, i))));
+		fprintf(f, "%s\n", cli_jarray_length(fl) > 0 ? ")" : "");
 	} else
 		fprintf(f, "%19s: none (the kernels could not be put on one time axis)\n",
 		        "Timebase");
@@ -144,8 +154,8 @@ void report_print(json_object *o, FILE *f) {
 	                : "");
 	boot = cli_jobj(o, "boot");
 	if (boot && json_object_is_type(boot, json_type_object)) {
-		json_object *g = cli_jobj(boot, "gaps"),
-		            *g0 = g ? json_object_array_get_idx(g, 0) : NULL;
+		json_object *g = cli_jarray(boot, "gaps"),
+		            *g0 = cli_jarray_length(g) > 0 ? json_object_array_get_idx(g, 0) : NULL;
 		json_object *init = cli_jobj(boot, "init_us");
 
 		if (init)
@@ -156,8 +166,8 @@ void report_print(json_object *o, FILE *f) {
 			        (double)json_object_get_int64(cli_jobj(g0, "gap_us")) / 1e3,
 			        strna(cli_jstr(g0, "message")));
 	}
-	a = cli_jobj(o, "missing");
-	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+	a = cli_jarray(o, "missing");
+	for (size_t i = 0; i < cli_jarray_length(a); i++) {
 		json_object *m = json_object_array_get_idx(a, i);
 		fprintf(f, "%19s%s %s: %s\n", i == 0 ? "Missing" : "", i == 0 ? ":" : " ",
 		        strna(cli_jstr(m, "figure")), strna(cli_jstr(m, "reason")));

@@ -406,9 +406,10 @@ static void print_decisions(json_object *d, const char *indent) {
 
 	if (!d)
 		return;
-	if (json_object_object_get_ex(d, "vms", &vms) && json_object_array_length(vms) > 0) {
+	vms = cli_jarray(d, "vms");
+	if (cli_jarray_length(vms) > 0) {
 		printf("%sVMs (%s):\n", indent, strna(cli_jstr(d, "libvirt_uri")));
-		for (size_t i = 0; i < json_object_array_length(vms); i++) {
+		for (size_t i = 0; i < cli_jarray_length(vms); i++) {
 			json_object *v = json_object_array_get_idx(vms, i), *refused = NULL;
 
 			json_object_object_get_ex(v, "refused", &refused);
@@ -616,10 +617,11 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 	printf("   Last report: %s\n",
 	       *strempty(cli_jstr(o, "LastReport")) ? cli_jstr(o, "LastReport") : "-");
 
-	if (json_object_object_get_ex(o, "Updates", &ups) && json_object_array_length(ups) > 0) {
+	ups = cli_jarray(o, "Updates");
+	if (cli_jarray_length(ups) > 0) {
 		printf("\n%-16s  %-10s  %-17s  %-24s  %s\n", "ID", "STATE", "PHASE", "VERSION",
 		       "KERNEL");
-		for (size_t i = 0; i < json_object_array_length(ups); i++) {
+		for (size_t i = 0; i < cli_jarray_length(ups); i++) {
 			json_object *u = json_object_array_get_idx(ups, i), *k = NULL;
 
 			json_object_object_get_ex(u, "kernel", &k);
@@ -629,8 +631,7 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 		}
 		/* The reasons of the newest update: why it is (or was) handed over so. */
 		{
-			json_object *u =
-			        json_object_array_get_idx(ups, json_object_array_length(ups) - 1);
+			json_object *u = json_object_array_get_idx(ups, cli_jarray_length(ups) - 1);
 			json_object *d = NULL, *vms = NULL;
 
 			printf("\nUpdate %s:\n", strna(cli_jstr(u, "id")));
@@ -642,9 +643,10 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 				printf("  Error: %s\n", cli_jstr(u, "error"));
 			if (json_object_object_get_ex(u, "decisions", &d) && d)
 				print_decisions(d, "  ");
-			if (json_object_object_get_ex(u, "vms", &vms) && vms) {
+			vms = cli_jarray(u, "vms");
+			if (vms) {
 				printf("  VM results:\n");
-				for (size_t i = 0; i < json_object_array_length(vms); i++) {
+				for (size_t i = 0; i < cli_jarray_length(vms); i++) {
 					json_object *v = json_object_array_get_idx(vms, i);
 
 					printf("    %-24s %-10s %-12s %s\n",
