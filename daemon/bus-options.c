@@ -60,5 +60,6 @@ int bus_read_commit_options(sd_bus_message *m, sd_bus_error *error) {
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_OPTION,
 		                         "Unknown option '%.64s'.", key);
 	}
-	return sd_bus_message_exit_container(m);
+	r = sd_bus_message_exit_container(m);
+	return r < 0 ? r : 0;
 }
