@@ -15,7 +15,10 @@
 #      (a dry run) works through a connection it opened again;
 #   3. a restore that fails on the new kernel (vm-a's saved image truncated): vm-b is resumed,
 #      vm-a is reported failed with its image kept; `upgradectl restore-vm vm-a` fails again
-#      and still keeps it; with the intact image back, restore-vm brings vm-a back, continued.
+#      and still keeps it; with the intact image back, restore-vm brings vm-a back, continued;
+#   4. libvirtd killed while the new kernel's daemon restores the first VM, started again a
+#      second later: that VM is reported failed with its image kept, the other is restored
+#      once libvirtd is back, and restore-vm brings the first back, both counters continued.
 # (The full checkpoint disk is test-daemon-vms.sh, case 2.)
 # usage: test-daemon-vm-faults.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN
 set -uo pipefail
@@ -32,6 +35,15 @@ vms_setup
 check "both guests past 150 ticks" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR; wait_counter vm-a 150 && wait_counter vm-b 150"
 check "daemon starts" start_daemon old
 state() { "$CTL" show "$1" -p State --value; }
+# libvirtd killed (SIGKILL: no clean shutdown), started again a second later.
+restart_libvirtd() {
+        kill -KILL "$(cat "$LIBVIRT_TEST_PIDFILE")"
+        sleep 1
+        rm -f "$LIBVIRT_TEST_SOCKET"
+        libvirtd -d --pid-file="$LIBVIRT_TEST_PIDFILE" --config=/etc/libvirt/libvirtd.conf
+        for _ in $(seq 100); do [ -S "$LIBVIRT_TEST_SOCKET" ] && return 0; sleep 0.1; done
+        return 1
+}
 error_of() { "$CTL" show "$1" -p Error --value; }
 
 # ---- 1. a VM that refuses to pause ----
@@ -66,14 +78,9 @@ for _ in $(seq 2000); do
         [ -n "$saving" ] && break
         sleep 0.01
 done
-old_libvirtd=$(cat "$LIBVIRT_TEST_PIDFILE")
-kill -KILL "$old_libvirtd"
+echo "# libvirtd killed while writing '$saving'"
+restart_libvirtd
 faults=$((faults + 1))
-echo "# libvirtd $old_libvirtd killed while writing '$saving'"
-sleep 1
-rm -f "$LIBVIRT_TEST_SOCKET"
-libvirtd -d --pid-file="$LIBVIRT_TEST_PIDFILE" --config=/etc/libvirt/libvirtd.conf
-for _ in $(seq 100); do [ -S "$LIBVIRT_TEST_SOCKET" ] && break; sleep 0.1; done
 check "libvirtd: killed during a managed save and started again" test -n "$saving" -a -S "$LIBVIRT_TEST_SOCKET"
 wait "$commit_pid"
 rc=$?
@@ -124,6 +131,47 @@ check "restore-vm with the intact image: exit 0" "$CTL" restore-vm vm-a
 after_a=$(counter vm-a)
 check "restore-vm: vm-a running, counter continued ($before_a -> $after_a)" test "$(V domstate vm-a)" = running -a "$after_a" -ge "$before_a" -a "$after_a" -lt $((before_a + 200))
 check "restore-vm: no image left" no_image vm-a vm-b
+stop_daemon
+
+# ---- 4. libvirtd killed during the restore on the new kernel ----
+check "restore interrupted: the old kernel's daemon starts" start_daemon old4
+ID4=$("$CTL" stage "/boot/vmlinuz-$NEW" --cmdline="root=/dev/vda1 ro")
+before_a=$(counter vm-a) before_b=$(counter vm-b)
+"$CTL" commit --wait >"$T/commit4.out" 2>&1
+check "restore interrupted: commit --wait exits 0" test $? -eq 0
+stop_daemon
+# The new kernel's daemon restores before it takes its bus name: start it by hand, and kill
+# libvirtd as soon as the first restored VM's QEMU exists (one restore at a time).
+"$UPGRADED" --root="$ROOT" --libvirt-uri="$URI" --backend=record --kexec-trigger=record \
+        --running-kernel="$NEW" --boot-id="$(tr -d '-' </proc/sys/kernel/random/uuid)" \
+        >"$T/daemon-new4.log" 2>&1 &
+DAEMON_PID=$!
+restoring=
+for _ in $(seq 2000); do
+        restoring=$(cd /run/libvirt/qemu && ls -- vm-*.pid 2>/dev/null | head -n 1)
+        [ -n "$restoring" ] && break
+        sleep 0.01
+done
+restoring=${restoring%.pid}
+[ "$restoring" = vm-a ] && other=vm-b || other=vm-a
+restart_libvirtd
+faults=$((faults + 1))
+check "restore interrupted: libvirtd killed while $restoring was being restored" test -n "$restoring"
+for _ in $(seq 300); do
+        busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" status org.upgraded.Upgrade1 >/dev/null 2>&1 && break
+        sleep 0.1
+done
+for _ in $(seq 300); do
+        case $(state "$ID4") in done | failed) break ;; esac
+        sleep 0.1
+done
+error_of "$ID4" | sed 's/^/# error: /'
+check "restore interrupted: the update failed naming $restoring, the image kept" bash -c "[ \"\$('$CTL' show '$ID4' -p State --value)\" = failed ] && '$CTL' show '$ID4' -p Error --value | tr '\\n' ' ' | grep -q \"VM '$restoring': restore from the managed save image failed: .*the image is kept\""
+check "restore interrupted: $restoring shut off with its saved state" bash -c "[ \"\$(virsh -q -c '$URI' domstate $restoring)\" = 'shut off' ] && virsh -c '$URI' dominfo $restoring | grep -qE 'Managed save: +yes'"
+check "restore interrupted: $other restored once libvirtd was back" test "$(V domstate "$other")" = running
+check "restore interrupted: restore-vm $restoring" "$CTL" restore-vm "$restoring"
+check "restore interrupted: both counters continued" continued "$before_a" "$before_b" 200
+check "restore interrupted: no image left" no_image vm-a vm-b
 stop_daemon
 
 echo "# faults injected: $faults; VM checks: both VMs after each case; $((SECONDS - t_start)) s"
