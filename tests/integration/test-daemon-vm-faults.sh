@@ -45,6 +45,16 @@ restart_libvirtd() {
         return 1
 }
 error_of() { "$CTL" show "$1" -p Error --value; }
+wait_finished() { # wait_finished ID: until the update is done or failed; prints its error
+        for _ in $(seq 300); do
+                case $(state "$1") in done | failed) break ;; esac
+                sleep 0.1
+        done
+        error_of "$1" | sed 's/^/# error: /'
+}
+failed_with() { # failed_with ID PATTERN: the update failed, its error (one line) matches
+        [ "$(state "$1")" = failed ] && error_of "$1" | tr '\n' ' ' | grep -q "$2"
+}
 
 # ---- 1. a VM that refuses to pause ----
 ID=$("$CTL" stage "/boot/vmlinuz-$NEW" --cmdline="root=/dev/vda1 ro")
@@ -58,7 +68,7 @@ rc=$?
 took=$((SECONDS - t0))
 sed 's/^/# /' "$T/commit1.out"
 check "pause refused: commit --wait exits 1 (after ${took} s)" test "$rc" -eq 1
-check "pause refused: the update failed naming vm-b and the timeout" bash -c "[ \"\$('$CTL' show '$ID' -p State --value)\" = failed ] && '$CTL' show '$ID' -p Error --value | grep -q \"VM 'vm-b': pause did not complete within 2.0 s\""
+check "pause refused: the update failed naming vm-b and the timeout" failed_with "$ID" "VM 'vm-b': pause did not complete within 2.0 s"
 check "pause refused: vm-a running again while vm-b's QEMU is still stopped" test "$(V domstate vm-a)" = running
 kill -CONT "$qemu_b"
 # The pause libvirt still had pending goes through now; the daemon undoes it at once.
@@ -86,8 +96,8 @@ wait "$commit_pid"
 rc=$?
 sed 's/^/# /' "$T/commit2.out"
 check "libvirtd restart: commit --wait exits 1" test "$rc" -eq 1
-error_of "$ID2" | sed 's/^/# error: /'
-check "libvirtd restart: the update failed naming the VM whose save broke" bash -c "[ \"\$('$CTL' show '$ID2' -p State --value)\" = failed ] && '$CTL' show '$ID2' -p Error --value | grep -q \"VM '${saving%.save}': managed save failed\""
+wait_finished "$ID2"
+check "libvirtd restart: the update failed naming the VM whose save broke" failed_with "$ID2" "VM '${saving%.save}': managed save failed"
 check "libvirtd restart: both running, counters continued" continued "$before_a" "$before_b" 200
 check "libvirtd restart: no managed save image left" no_image vm-a vm-b
 check "libvirtd restart: the save directory is empty" test -z "$(ls -A "$SAVE_DIR")"
@@ -110,12 +120,8 @@ size=$(stat -c %s "$SAVE_DIR/vm-a.save")
 truncate -s $((size * 6 / 10)) "$SAVE_DIR/vm-a.save"
 faults=$((faults + 1))
 check "restore fails: the new kernel's daemon starts" start_new_kernel_daemon new
-for _ in $(seq 300); do
-        case $(state "$ID3") in done | failed) break ;; esac
-        sleep 0.1
-done
-error_of "$ID3" | sed 's/^/# error: /'
-check "restore fails: the update failed naming vm-a, the image kept" bash -c "[ \"\$('$CTL' show '$ID3' -p State --value)\" = failed ] && '$CTL' show '$ID3' -p Error --value | tr '\\n' ' ' | grep -q \"VM 'vm-a': restore from the managed save image failed: .*the image is kept\""
+wait_finished "$ID3"
+check "restore fails: the update failed naming vm-a, the image kept" failed_with "$ID3" "VM 'vm-a': restore from the managed save image failed: .*the image is kept"
 check "restore fails: vm-a shut off, its saved state kept" bash -c "[ \"\$(virsh -q -c '$URI' domstate vm-a)\" = 'shut off' ] && [ \"\$(stat -c %s '$SAVE_DIR/vm-a.save')\" = $((size * 6 / 10)) ]"
 after_b=$(counter vm-b)
 check "restore fails: vm-b resumed, counter continued ($before_b -> $after_b)" test "$(V domstate vm-b)" = running -a "$after_b" -ge "$before_b" -a "$after_b" -lt $((before_b + 200))
@@ -161,12 +167,8 @@ for _ in $(seq 300); do
         busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" status org.upgraded.Upgrade1 >/dev/null 2>&1 && break
         sleep 0.1
 done
-for _ in $(seq 300); do
-        case $(state "$ID4") in done | failed) break ;; esac
-        sleep 0.1
-done
-error_of "$ID4" | sed 's/^/# error: /'
-check "restore interrupted: the update failed naming $restoring, the image kept" bash -c "[ \"\$('$CTL' show '$ID4' -p State --value)\" = failed ] && '$CTL' show '$ID4' -p Error --value | tr '\\n' ' ' | grep -q \"VM '$restoring': restore from the managed save image failed: .*the image is kept\""
+wait_finished "$ID4"
+check "restore interrupted: the update failed naming $restoring, the image kept" failed_with "$ID4" "VM '$restoring': restore from the managed save image failed: .*the image is kept"
 check "restore interrupted: $restoring shut off with its saved state" bash -c "[ \"\$(virsh -q -c '$URI' domstate $restoring)\" = 'shut off' ] && virsh -c '$URI' dominfo $restoring | grep -qE 'Managed save: +yes'"
 check "restore interrupted: $other restored once libvirtd was back" test "$(V domstate "$other")" = running
 check "restore interrupted: restore-vm $restoring" "$CTL" restore-vm "$restoring"
