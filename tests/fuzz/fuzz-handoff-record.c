@@ -4,13 +4,15 @@
  * /var/lib/upgraded/updates/<id>.json with update_from_record() and the VMs in it with
  * vm_results_from_json(). Any input must be read or refused (-EBADMSG), never crash or leak;
  * and what was read must survive being written and read again unchanged, since that is what
- * every step of the update does with the record.
+ * every step of the update does with the record. A finished update's report is built from
+ * it (report_build()), as the daemon does with the record it read.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "report.h"
 #include "update.h"
 #include "vm.h"
 
@@ -82,6 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	check_update_round_trip(u);
 	if (u->vms)
 		check_vms_round_trip(u->vms);
+	if (u->state == UPDATE_DONE || u->state == UPDATE_FAILED) {
+		json_object *report = NULL;
+
+		if (report_build(u, false, &report) < 0 || !report)
+			abort();
+		json_object_put(report);
+	}
 	update_free(u);
 	return 0;
 }
