@@ -15,10 +15,9 @@
 #      (a dry run) works through a connection it opened again;
 #   3. a restore that fails on the new kernel (vm-a's saved image truncated): vm-b is resumed,
 #      vm-a is reported failed with its image kept; `upgradectl restore-vm vm-a` fails again
-#      and still keeps it; with the intact image back, restore-vm brings vm-a back, continued;
-#   4. libvirtd killed while the new kernel's daemon restores the first VM, started again a
-#      second later: that VM is reported failed with its image kept, the other is restored
-#      once libvirtd is back, and restore-vm brings the first back, both counters continued.
+#      and still keeps it; with the intact image back, restore-vm brings vm-a back, continued.
+# (libvirtd killed during the restore is not here: its outcome depends on how far QEMU got, see
+# docs/reliability.md.)
 # (The full checkpoint disk is test-daemon-vms.sh, case 2.)
 # usage: test-daemon-vm-faults.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN
 set -uo pipefail
@@ -137,43 +136,6 @@ check "restore-vm with the intact image: exit 0" "$CTL" restore-vm vm-a
 after_a=$(counter vm-a)
 check "restore-vm: vm-a running, counter continued ($before_a -> $after_a)" test "$(V domstate vm-a)" = running -a "$after_a" -ge "$before_a" -a "$after_a" -lt $((before_a + 200))
 check "restore-vm: no image left" no_image vm-a vm-b
-stop_daemon
-
-# ---- 4. libvirtd killed during the restore on the new kernel ----
-check "restore interrupted: the old kernel's daemon starts" start_daemon old4
-ID4=$("$CTL" stage "/boot/vmlinuz-$NEW" --cmdline="root=/dev/vda1 ro")
-before_a=$(counter vm-a) before_b=$(counter vm-b)
-"$CTL" commit --wait >"$T/commit4.out" 2>&1
-check "restore interrupted: commit --wait exits 0" test $? -eq 0
-stop_daemon
-# The new kernel's daemon restores before it takes its bus name: start it by hand, and kill
-# libvirtd as soon as the first restored VM's QEMU exists (one restore at a time).
-"$UPGRADED" --root="$ROOT" --libvirt-uri="$URI" --backend=record --kexec-trigger=record \
-        --running-kernel="$NEW" --boot-id="$(tr -d '-' </proc/sys/kernel/random/uuid)" \
-        >"$T/daemon-new4.log" 2>&1 &
-DAEMON_PID=$!
-restoring=
-for _ in $(seq 2000); do
-        restoring=$(cd /run/libvirt/qemu && ls -- vm-*.pid 2>/dev/null | head -n 1)
-        [ -n "$restoring" ] && break
-        sleep 0.01
-done
-restoring=${restoring%.pid}
-[ "$restoring" = vm-a ] && other=vm-b || other=vm-a
-restart_libvirtd
-faults=$((faults + 1))
-check "restore interrupted: libvirtd killed while $restoring was being restored" test -n "$restoring"
-for _ in $(seq 300); do
-        busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" status org.upgraded.Upgrade1 >/dev/null 2>&1 && break
-        sleep 0.1
-done
-wait_finished "$ID4"
-check "restore interrupted: the update failed naming $restoring, the image kept" failed_with "$ID4" "VM '$restoring': restore from the managed save image failed: .*the image is kept"
-check "restore interrupted: $restoring shut off with its saved state" bash -c "[ \"\$(virsh -q -c '$URI' domstate $restoring)\" = 'shut off' ] && virsh -c '$URI' dominfo $restoring | grep -qE 'Managed save: +yes'"
-check "restore interrupted: $other restored once libvirtd was back" test "$(V domstate "$other")" = running
-check "restore interrupted: restore-vm $restoring" "$CTL" restore-vm "$restoring"
-check "restore interrupted: both counters continued" continued "$before_a" "$before_b" 200
-check "restore interrupted: no image left" no_image vm-a vm-b
 stop_daemon
 
 echo "# faults injected: $faults; VM checks: both VMs after each case; $((SECONDS - t_start)) s"
