@@ -13,10 +13,12 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "cli-json.h"
 #include "config.h"
 #include "log.h"
 #include "macros.h"
 #include "policy.h"
+#include "report-print.h"
 #include "string-util.h"
 #include "upgrade-errors.h"
 
@@ -142,26 +144,6 @@ static int call_string(sd_bus *bus, const char *method, const char *arg, char **
 		return r;
 	*ret = strdup(s);
 	return *ret ? 0 : -ENOMEM;
-}
-
-static const char *jstr(json_object *o, const char *k) {
-	json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static void format_usec(uint64_t usec, char *buf, size_t size) {
-	time_t t = (time_t)(usec / 1000000);
-	struct tm tm;
-
-	if (usec == 0 || !gmtime_r(&t, &tm)) {
-		snprintf(buf, size, "n/a");
-		return;
-	}
-	size_t n = strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(buf + n, size - n, ".%06" PRIu64 " UTC", usec % 1000000);
 }
 
 /* ---- --wait: follow an update object ---- */
@@ -424,14 +406,15 @@ static void print_decisions(json_object *d, const char *indent) {
 
 	if (!d)
 		return;
-	if (json_object_object_get_ex(d, "vms", &vms) && json_object_array_length(vms) > 0) {
-		printf("%sVMs (%s):\n", indent, strna(jstr(d, "libvirt_uri")));
-		for (size_t i = 0; i < json_object_array_length(vms); i++) {
+	vms = cli_jarray(d, "vms");
+	if (cli_jarray_length(vms) > 0) {
+		printf("%sVMs (%s):\n", indent, strna(cli_jstr(d, "libvirt_uri")));
+		for (size_t i = 0; i < cli_jarray_length(vms); i++) {
 			json_object *v = json_object_array_get_idx(vms, i), *refused = NULL;
 
 			json_object_object_get_ex(v, "refused", &refused);
-			printf("%s  %-24s %-10s %-9s%s\n", indent, strna(jstr(v, "name")),
-			       strna(jstr(v, "strategy")), strna(jstr(v, "state")),
+			printf("%s  %-24s %-10s %-9s%s\n", indent, strna(cli_jstr(v, "name")),
+			       strna(cli_jstr(v, "strategy")), strna(cli_jstr(v, "state")),
 			       json_object_get_boolean(refused) ? " REFUSED" : "");
 			if (json_object_object_get_ex(v, "reasons", &reasons)) {
 				_cleanup_free_ char *p = NULL;
@@ -474,9 +457,9 @@ static int commit_dry_run(sd_bus *bus, const char *id) {
 	else {
 		json_object_object_get_ex(o, "handoff", &h);
 		json_object_object_get_ex(o, "decisions", &d);
-		printf("Update %s: dry run, nothing changed.\n", strna(jstr(o, "id")));
-		printf("Handoff: %s\n", strna(jstr(h, "mode")));
-		print_joined("  ", jstr(h, "reason"));
+		printf("Update %s: dry run, nothing changed.\n", strna(cli_jstr(o, "id")));
+		printf("Handoff: %s\n", strna(cli_jstr(h, "mode")));
+		print_joined("  ", cli_jstr(h, "reason"));
 		print_decisions(d, "");
 		printf("Commit would %s.\n",
 		       json_object_get_boolean(allowed) ? "proceed" : "be REFUSED");
@@ -621,52 +604,56 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 	if (b)
 		json_object_object_get_ex(b, "Usable", &usable);
 
-	printf("         State: %s\n", strna(jstr(o, "State")));
-	printf("Running kernel: %s\n", strna(jstr(o, "RunningKernel")));
+	printf("         State: %s\n", strna(cli_jstr(o, "State")));
+	printf("Running kernel: %s\n", strna(cli_jstr(o, "RunningKernel")));
 	printf(" Staged kernel: %s\n",
-	       *strempty(jstr(o, "StagedKernel")) ? jstr(o, "StagedKernel") : "-");
-	printf("       Backend: %s%s%s%s%s\n", strna(jstr(b, "Name")),
+	       *strempty(cli_jstr(o, "StagedKernel")) ? cli_jstr(o, "StagedKernel") : "-");
+	printf("       Backend: %s%s%s%s%s\n", strna(cli_jstr(b, "Name")),
 	       json_object_get_boolean(usable) ? "" : " (unusable: ",
-	       json_object_get_boolean(usable) ? "" : strna(jstr(b, "Reason")),
+	       json_object_get_boolean(usable) ? "" : strna(cli_jstr(b, "Reason")),
 	       json_object_get_boolean(usable) ? "" : ")",
-	       b && jstr(b, "Name") && streq(jstr(b, "Name"), "record") ? " [TEST ONLY]" : "");
+	       b && cli_jstr(b, "Name") && streq(cli_jstr(b, "Name"), "record") ? " [TEST ONLY]"
+	                                                                        : "");
 	printf("   Last report: %s\n",
-	       *strempty(jstr(o, "LastReport")) ? jstr(o, "LastReport") : "-");
+	       *strempty(cli_jstr(o, "LastReport")) ? cli_jstr(o, "LastReport") : "-");
 
-	if (json_object_object_get_ex(o, "Updates", &ups) && json_object_array_length(ups) > 0) {
+	ups = cli_jarray(o, "Updates");
+	if (cli_jarray_length(ups) > 0) {
 		printf("\n%-16s  %-10s  %-17s  %-24s  %s\n", "ID", "STATE", "PHASE", "VERSION",
 		       "KERNEL");
-		for (size_t i = 0; i < json_object_array_length(ups); i++) {
+		for (size_t i = 0; i < cli_jarray_length(ups); i++) {
 			json_object *u = json_object_array_get_idx(ups, i), *k = NULL;
 
 			json_object_object_get_ex(u, "kernel", &k);
-			printf("%-16s  %-10s  %-17s  %-24s  %s\n", strna(jstr(u, "id")),
-			       strna(jstr(u, "state")), strna(jstr(u, "phase")),
-			       strna(jstr(u, "kernel_version")), strna(jstr(k, "path")));
+			printf("%-16s  %-10s  %-17s  %-24s  %s\n", strna(cli_jstr(u, "id")),
+			       strna(cli_jstr(u, "state")), strna(cli_jstr(u, "phase")),
+			       strna(cli_jstr(u, "kernel_version")), strna(cli_jstr(k, "path")));
 		}
 		/* The reasons of the newest update: why it is (or was) handed over so. */
 		{
-			json_object *u =
-			        json_object_array_get_idx(ups, json_object_array_length(ups) - 1);
+			json_object *u = json_object_array_get_idx(ups, cli_jarray_length(ups) - 1);
 			json_object *d = NULL, *vms = NULL;
 
-			printf("\nUpdate %s:\n", strna(jstr(u, "id")));
-			if (jstr(u, "handoff")) {
-				printf("  Handoff: %s\n", jstr(u, "handoff"));
-				print_joined("    ", jstr(u, "handoff_reason"));
+			printf("\nUpdate %s:\n", strna(cli_jstr(u, "id")));
+			if (cli_jstr(u, "handoff")) {
+				printf("  Handoff: %s\n", cli_jstr(u, "handoff"));
+				print_joined("    ", cli_jstr(u, "handoff_reason"));
 			}
-			if (jstr(u, "error"))
-				printf("  Error: %s\n", jstr(u, "error"));
+			if (cli_jstr(u, "error"))
+				printf("  Error: %s\n", cli_jstr(u, "error"));
 			if (json_object_object_get_ex(u, "decisions", &d) && d)
 				print_decisions(d, "  ");
-			if (json_object_object_get_ex(u, "vms", &vms) && vms) {
+			vms = cli_jarray(u, "vms");
+			if (vms) {
 				printf("  VM results:\n");
-				for (size_t i = 0; i < json_object_array_length(vms); i++) {
+				for (size_t i = 0; i < cli_jarray_length(vms); i++) {
 					json_object *v = json_object_array_get_idx(vms, i);
 
-					printf("    %-24s %-10s %-12s %s\n", strna(jstr(v, "name")),
-					       strna(jstr(v, "strategy")), strna(jstr(v, "result")),
-					       strempty(jstr(v, "error")));
+					printf("    %-24s %-10s %-12s %s\n",
+					       strna(cli_jstr(v, "name")),
+					       strna(cli_jstr(v, "strategy")),
+					       strna(cli_jstr(v, "result")),
+					       strempty(cli_jstr(v, "error")));
 				}
 			}
 		}
@@ -674,82 +661,10 @@ static int verb_status(sd_bus *bus, char **args, unsigned n) {
 	return EXIT_OK;
 }
 
-static json_object *jobj(json_object *o, const char *k) {
-	json_object *v = NULL;
-
-	if (!o || !json_object_object_get_ex(o, k, &v))
-		return NULL;
-	return v;
-}
-
-/* ns -> "1.234 s" / "12.345 ms"; "n/a" for null (a figure that was not measured). */
-static const char *format_ns(json_object *v, char *buf, size_t size) {
-	int64_t ns;
-
-	if (!v || !json_object_is_type(v, json_type_int))
-		return "n/a";
-	ns = json_object_get_int64(v);
-	if (ns >= 1000000000 || ns <= -1000000000)
-		snprintf(buf, size, "%.3f s", (double)ns / 1e9);
-	else
-		snprintf(buf, size, "%.3f ms", (double)ns / 1e6);
-	return buf;
-}
-
-static void print_figure(const char *label, json_object *v, json_object *unc) {
-	char a[32], b[32];
-
-	if (!v || !json_object_is_type(v, json_type_int)) {
-		printf("%19s: n/a (see Missing)\n", label);
-		return;
-	}
-	printf("%19s: %s +- %s (estimated)\n", label, format_ns(v, a, sizeof(a)),
-	       format_ns(unc, b, sizeof(b)));
-}
-
-/* The phases on the report's axis, with relative times, durations and a bar. */
-static void print_timeline(json_object *o) {
-	json_object *phases = jobj(o, "phases");
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
-	size_t n = phases ? json_object_array_length(phases) : 0;
-
-	if (n == 0) {
-		printf("\nTimeline: not available (no common timebase; see Missing)\n");
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		json_object *p = json_object_array_get_idx(phases, i);
-		lo = MIN(lo, json_object_get_int64(jobj(p, "start_ns")));
-		hi = MAX(hi, json_object_get_int64(jobj(p, "end_ns")));
-	}
-	printf("\nTimeline (t = 0: %s; times marked ~ carry the timebase uncertainty):\n",
-	       strna(jstr(o, "phase_axis")));
-	printf("  %-15s %12s %12s %12s  %s\n", "PHASE", "START", "END", "DURATION", "");
-	for (size_t i = 0; i < n; i++) {
-		json_object *p = json_object_array_get_idx(phases, i);
-		int64_t a = json_object_get_int64(jobj(p, "start_ns"));
-		int64_t b = json_object_get_int64(jobj(p, "end_ns"));
-		bool est = json_object_get_boolean(jobj(p, "estimated"));
-		int x0 = hi > lo ? (int)((a - lo) * 40 / (hi - lo)) : 0;
-		int x1 = hi > lo ? (int)((b - lo) * 40 / (hi - lo)) : 0;
-		char bar[48];
-
-		memset(bar, ' ', sizeof(bar));
-		for (int x = x0; x <= MIN(x1, 40); x++)
-			bar[x] = '#';
-		bar[41] = 0;
-		printf("  %-15s %c%+10.3fs %c%+10.3fs %11.3fs  |%s|\n", strna(jstr(p, "name")),
-		       est ? '~' : ' ', (double)a / 1e9, est ? '~' : ' ', (double)b / 1e9,
-		       (double)(b - a) / 1e9, bar);
-	}
-}
-
 static int verb_report(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(json_object_putp) json_object *o = NULL;
 	_cleanup_free_ char *json = NULL;
-	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
-	char buf[32];
 	int r;
 
 	r = call_string(bus, "GetReport", n > 0 ? args[0] : "", &json, &e);
@@ -765,78 +680,7 @@ static int verb_report(sd_bus *bus, char **args, unsigned n) {
 	if (!o)
 		return fail_bus("Bad report", NULL, -EBADMSG);
 
-	printf("%19s: %s\n", "Update", strna(jstr(o, "id")));
-	printf("%19s: %s%s%s\n", "Result", strna(jstr(o, "result")), jstr(o, "reason") ? ": " : "",
-	       strempty(jstr(o, "reason")));
-	a = jobj(o, "stamps");
-	if (a && json_object_array_length(a) > 0) {
-		char when[64];
-		json_object *last = json_object_array_get_idx(a, json_object_array_length(a) - 1);
-
-		format_usec(json_object_get_uint64(jobj(last, "realtime_usec")), when,
-		            sizeof(when));
-		printf("%19s: %s\n", "Finished", when);
-	}
-	k = jobj(o, "old_kernel");
-	printf("%19s: %s\n", "Old kernel", strna(jstr(k, "version")));
-	k = jobj(o, "new_kernel");
-	printf("%19s: %s (%s)\n", "New kernel", strna(jstr(k, "version")), strna(jstr(k, "path")));
-	printf("%19s: %s\n", "Booted", strna(jstr(o, "booted_kernel")));
-	b = jobj(o, "backend");
-	printf("%19s: %s%s\n", "Backend", strna(jstr(b, "name")),
-	       json_object_get_boolean(jobj(b, "test_only")) ? " (TEST ONLY)" : "");
-	h = jobj(o, "handoff");
-	printf("%19s: %s\n", "Mode", strna(jstr(h, "mode")));
-	a = jobj(h, "reasons");
-	for (size_t i = 0; a && i < json_object_array_length(a); i++)
-		printf("%19s%s %s\n", i == 0 ? "Why" : "", i == 0 ? ":" : " ",
-		       json_object_get_string(json_object_array_get_idx(a, i)));
-
-	t = jobj(o, "timebase");
-	tot = jobj(o, "totals");
-	if (t && json_object_is_type(t, json_type_object) &&
-	    !streq_ptr(jstr(t, "timebase"), "none")) {
-		json_object *fl = jobj(t, "flags");
-		printf("%19s: %s, +- %s", "Timebase", strna(jstr(t, "timebase")),
-		       format_ns(jobj(t, "uncertainty_ns"), buf, sizeof(buf)));
-		for (size_t i = 0; fl && i < json_object_array_length(fl); i++)
-			printf("%s%s", i == 0 ? " (" : ", ",
-			       json_object_get_string(json_object_array_get_idx(fl, i)));
-		printf("%s\n", fl && json_object_array_length(fl) > 0 ? ")" : "");
-	} else
-		printf("%19s: none (the kernels could not be put on one time axis)\n", "Timebase");
-	print_figure("Host blackout", jobj(tot, "host_blackout_ns"), jobj(tot, "uncertainty_ns"));
-	print_figure("Max VM downtime", jobj(tot, "max_vm_downtime_ns"),
-	             jobj(tot, "uncertainty_ns"));
-	print_figure("Median VM downtime", jobj(tot, "median_vm_downtime_ns"),
-	             jobj(tot, "uncertainty_ns"));
-	purg = jobj(o, "purgatory");
-	printf("%19s: %s%s\n", "Purgatory verify",
-	       format_ns(jobj(purg, "verify_ns"), buf, sizeof(buf)),
-	       json_object_get_boolean(jobj(purg, "verify_estimated")) && jobj(purg, "verify_ns")
-	               ? " (estimated)"
-	               : "");
-	boot = jobj(o, "boot");
-	if (boot && json_object_is_type(boot, json_type_object)) {
-		json_object *g = jobj(boot, "gaps"),
-		            *g0 = g ? json_object_array_get_idx(g, 0) : NULL;
-		json_object *init = jobj(boot, "init_us");
-
-		if (init)
-			printf("%19s: %.3f s after the kernel started\n", "Init started",
-			       (double)json_object_get_int64(init) / 1e6);
-		if (g0)
-			printf("%19s: %.3f ms before \"%s\"\n", "Largest boot gap",
-			       (double)json_object_get_int64(jobj(g0, "gap_us")) / 1e3,
-			       strna(jstr(g0, "message")));
-	}
-	a = jobj(o, "missing");
-	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
-		json_object *m = json_object_array_get_idx(a, i);
-		printf("%19s%s %s: %s\n", i == 0 ? "Missing" : "", i == 0 ? ":" : " ",
-		       strna(jstr(m, "figure")), strna(jstr(m, "reason")));
-	}
-	print_timeline(o);
+	report_print(o, stdout);
 	return EXIT_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus.h"
+#include "bus-options.h"
 #include "fileio.h"
 #include "log.h"
 #include "macros.h"
@@ -170,66 +171,6 @@ static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_
 	return 1;
 }
 
-/* Reads and checks a{sv} options; unknown keys are errors. */
-static int read_stage_options(sd_bus_message *m, bool *ret_reuse, sd_bus_error *error) {
-	bool reuse = false;
-	const char *key;
-	int r;
-
-	r = sd_bus_message_enter_container(m, 'a', "{sv}");
-	if (r < 0)
-		return r;
-	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-		r = sd_bus_message_read(m, "s", &key);
-		if (r < 0)
-			return r;
-		if (streq(key, "reuse-cmdline")) {
-			int b;
-
-			r = sd_bus_message_read(m, "v", "b", &b);
-			if (r < 0)
-				return sd_bus_error_setf(
-				        error, UPGRADE_ERROR_INVALID_OPTION,
-				        "Option 'reuse-cmdline' must be a boolean.");
-			reuse = b;
-		} else
-			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_OPTION,
-			                         "Unknown option '%.64s'.", key);
-		r = sd_bus_message_exit_container(m);
-		if (r < 0)
-			return r;
-	}
-	if (r < 0)
-		return r;
-	r = sd_bus_message_exit_container(m);
-	if (r < 0)
-		return r;
-	if (ret_reuse)
-		*ret_reuse = reuse;
-	return 0;
-}
-
-/* Commit has no options yet (the policy decides); refuse any so callers notice. */
-static int read_no_options(sd_bus_message *m, sd_bus_error *error) {
-	const char *key;
-	int r;
-
-	r = sd_bus_message_enter_container(m, 'a', "{sv}");
-	if (r < 0)
-		return r;
-	r = sd_bus_message_enter_container(m, 'e', "sv");
-	if (r < 0)
-		return r;
-	if (r > 0) {
-		r = sd_bus_message_read(m, "s", &key);
-		if (r < 0)
-			return r;
-		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_OPTION,
-		                         "Unknown option '%.64s'.", key);
-	}
-	return sd_bus_message_exit_container(m);
-}
-
 /* ---- properties ---- */
 
 static int property_get_state(sd_bus *bus, const char *path, const char *iface,
@@ -295,15 +236,17 @@ static int stage_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *error
 	_cleanup_free_ char *path = NULL;
 	const char *kernel, *initrd, *cmdline;
 	StageRequest req = {};
+	StageOptions opts;
 	Update *u;
 	int r;
 
 	r = sd_bus_message_read(m, "sss", &kernel, &initrd, &cmdline);
 	if (r < 0)
 		return r;
-	r = read_stage_options(m, &req.reuse_cmdline, error);
+	r = bus_read_stage_options(m, &opts, error);
 	if (r < 0)
 		return r;
+	req.reuse_cmdline = opts.reuse_cmdline;
 	req.kernel = kernel;
 	req.initrd = initrd;
 	req.cmdline = cmdline;
@@ -326,7 +269,7 @@ static int method_stage(sd_bus_message *m, void *userdata, sd_bus_error *error) 
 	r = sd_bus_message_read(m, "sss", &kernel, &initrd, &cmdline);
 	if (r < 0)
 		return r;
-	r = read_stage_options(m, NULL, error);
+	r = bus_read_stage_options(m, NULL, error);
 	if (r < 0)
 		return r;
 	/* 2. Authorize; 3. stage (files are only looked at for authorized callers). */
@@ -396,7 +339,7 @@ static int method_commit(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	r = sd_bus_message_read(m, "s", &id);
 	if (r < 0)
 		return r;
-	r = read_no_options(m, error);
+	r = bus_read_commit_options(m, error);
 	if (r < 0)
 		return r;
 	return authorize(userdata, m, commit_authorized, error);

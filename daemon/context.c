@@ -420,7 +420,6 @@ static int context_complete(Context *c, Update *u) {
 /* ---- loading and recovery ---- */
 
 static int context_load_one(Context *c, const char *path) {
-	_cleanup_(json_object_putp) json_object *o = NULL;
 	_cleanup_(update_freep) Update *u = NULL;
 	_cleanup_free_ char *data = NULL;
 	int r;
@@ -428,10 +427,7 @@ static int context_load_one(Context *c, const char *path) {
 	r = read_file_full(path, RECORD_MAX, &data, NULL);
 	if (r < 0)
 		return r;
-	o = json_tokener_parse(data);
-	if (!o)
-		return -EBADMSG;
-	r = update_from_json(o, &u);
+	r = update_from_record(data, &u);
 	if (r < 0)
 		return r;
 	if (context_find(c, u->id))

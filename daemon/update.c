@@ -416,6 +416,17 @@ int update_from_json(json_object *o, Update **ret) {
 	return 0;
 }
 
+int update_from_record(const char *text, Update **ret) {
+	json_object *o = json_tokener_parse(text);
+	int r;
+
+	if (!o)
+		return -EBADMSG;
+	r = update_from_json(o, ret);
+	json_object_put(o);
+	return r;
+}
+
 int update_copy(const Update *u, Update **ret) {
 	json_object *o;
 	int r;

@@ -111,6 +111,9 @@ bool update_hook_done(const Update *u, const char *key);
 
 int update_to_json(const Update *u, json_object **ret);
 int update_from_json(json_object *o, Update **ret);
+/* Reads a record as stored on disk: JSON text up to its NUL. -EBADMSG when it is not JSON or
+ * not a record. */
+int update_from_record(const char *text, Update **ret);
 
 /* Deep copy through JSON (used to restore an update when persisting fails). */
 int update_copy(const Update *u, Update **ret);

@@ -302,6 +302,9 @@ static int run(int argc, char *argv[]) {
 	r = measure_attach(measure, c);
 	if (r < 0)
 		return log_oom();
+	/* libvirt's client writes to its socket without MSG_NOSIGNAL: a libvirtd that went away
+	 * (killed, restarted) must fail that call with EPIPE, not kill the daemon. */
+	(void)signal(SIGPIPE, SIG_IGN);
 	/* The VM steps: commit check, checkpoint, rollback, restore. */
 	r = vms_attach(c, a.libvirt_uri, &vms);
 	if (r < 0)

@@ -60,11 +60,20 @@ static const char *libvirt_error(void) {
 	return e && e->message ? e->message : "unknown libvirt error";
 }
 
+/* Whether conn still reaches libvirtd. Without an event loop for libvirt, a connection whose
+ * libvirtd went away (killed, restarted) looks alive until it is used: one round trip tells. */
+static bool connection_usable(virConnectPtr conn) {
+	unsigned long version;
+
+	return virConnectIsAlive(conn) == 1 && virConnectGetLibVersion(conn, &version) == 0;
+}
+
 /* The connection, opened on first use and again after libvirtd went away. */
 static int wiring_connect(VmWiring *w, char **ret_reason) {
-	if (w->conn && virConnectIsAlive(w->conn) == 1)
+	if (w->conn && connection_usable(w->conn))
 		return 0;
 	if (w->conn) {
+		log_info("The connection to libvirt at '%s' was lost, opening it again.", w->uri);
 		virConnectClose(w->conn);
 		w->conn = NULL;
 	}
@@ -589,6 +598,7 @@ static void plan_from_policy(Context *c, VmPlan *plan) {
 	if (c->policy) {
 		plan->parallel = c->policy->save_parallel;
 		plan->shutdown_timeout_usec = c->policy->shutdown_timeout_usec;
+		plan->pause_timeout_usec = c->policy->pause_timeout_usec;
 	}
 }
 

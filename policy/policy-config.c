@@ -69,6 +69,7 @@ typedef enum SettingKind {
 	SETTING_PATH,
 	SETTING_MARGIN,
 	SETTING_SECONDS,
+	SETTING_PAUSE_SECONDS,
 	SETTING_PARALLEL,
 	SETTING_GLOB_LIST,
 	SETTING_METADATA,
@@ -94,6 +95,7 @@ static const Setting settings[] = {
 	{ "Commit", "FreeSpaceMargin", SETTING_MARGIN, false },
 	{ "VM", "DefaultStrategy", SETTING_STRATEGY, false },
 	{ "VM", "ShutdownTimeoutSec", SETTING_SECONDS, false },
+	{ "VM", "PauseTimeoutSec", SETTING_PAUSE_SECONDS, false },
 	{ "VM", "SaveParallel", SETTING_PARALLEL, false },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
 	{ NULL, "Metadata", SETTING_METADATA, true },
@@ -111,6 +113,8 @@ static const char *const default_allowed_roots[] = { "/boot", "/var/lib/upgraded
 #define DEFAULT_SAVE_PARALLEL    2
 #define MAX_SAVE_PARALLEL        64
 #define MAX_SHUTDOWN_TIMEOUT_SEC (24 * 3600)
+#define DEFAULT_PAUSE_TIMEOUT    10
+#define MAX_PAUSE_TIMEOUT_SEC    3600
 
 /* ---------- constructors and destructors ---------- */
 
@@ -164,6 +168,7 @@ int policy_new_default(Policy **ret) {
 	p->free_space_margin = DEFAULT_MARGIN_PERCENT;
 	p->default_strategy = POLICY_VM_CHECKPOINT;
 	p->shutdown_timeout_usec = DEFAULT_SHUTDOWN_TIMEOUT * 1000000ULL;
+	p->pause_timeout_usec = DEFAULT_PAUSE_TIMEOUT * 1000000ULL;
 	p->save_parallel = DEFAULT_SAVE_PARALLEL;
 	*ret = TAKE_PTR(p);
 	return 0;
@@ -637,11 +642,16 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		return 1;
 	}
 	case SETTING_SECONDS:
-		if (safe_atou64(value, &u) < 0 || u == 0 || u > MAX_SHUTDOWN_TIMEOUT_SEC)
+	case SETTING_PAUSE_SECONDS: {
+		bool pause = s->kind == SETTING_PAUSE_SECONDS;
+		unsigned max = pause ? MAX_PAUSE_TIMEOUT_SEC : MAX_SHUTDOWN_TIMEOUT_SEC;
+
+		if (safe_atou64(value, &u) < 0 || u == 0 || u > max)
 			return context_error(c, "%s=: '%s' is not a number of seconds 1..%u",
-			                     s->key, value, MAX_SHUTDOWN_TIMEOUT_SEC);
-		p->shutdown_timeout_usec = u * 1000000ULL;
+			                     s->key, value, max);
+		*(pause ? &p->pause_timeout_usec : &p->shutdown_timeout_usec) = u * 1000000ULL;
 		return 1;
+	}
 	case SETTING_PARALLEL:
 		if (safe_atou64(value, &u) < 0 || u == 0 || u > MAX_SAVE_PARALLEL)
 			return context_error(c, "%s=: '%s' is not a number 1..%u", s->key, value,
@@ -723,6 +733,9 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		break;
 	case SETTING_SECONDS:
 		p->shutdown_timeout_usec = DEFAULT_SHUTDOWN_TIMEOUT * 1000000ULL;
+		break;
+	case SETTING_PAUSE_SECONDS:
+		p->pause_timeout_usec = DEFAULT_PAUSE_TIMEOUT * 1000000ULL;
 		break;
 	case SETTING_PARALLEL:
 		p->save_parallel = DEFAULT_SAVE_PARALLEL;

@@ -44,7 +44,7 @@
  *
  *   Staging: policy_path_allowed(p, resolved_path) before accepting a kernel or
  *   initrd; the Policy fields (checkpoint_dir, save_parallel,
- *   shutdown_timeout_usec) are read directly.
+ *   shutdown_timeout_usec, pause_timeout_usec) are read directly.
  *
  *   5. Free: policy_free(), policy_handoff_decision_done(), policy_vm_decision_done(),
  *      policy_verdict_done(), policy_errors_done(). All accept zeroed structs.
@@ -130,6 +130,7 @@ typedef struct Policy {
 	/* [VM] */
 	PolicyVmStrategy default_strategy;
 	uint64_t shutdown_timeout_usec;
+	uint64_t pause_timeout_usec; /* a VM's pause failing after it: commit rolled back */
 	unsigned save_parallel;
 
 	PolicyVmRule *rules;

@@ -53,6 +53,7 @@ static void assert_defaults(const Policy *p) {
 	assert_true(p->free_space_margin == 10);
 	assert_int_equal(p->default_strategy, POLICY_VM_CHECKPOINT);
 	assert_true(p->shutdown_timeout_usec == 120 * 1000000ULL);
+	assert_true(p->pause_timeout_usec == 10 * 1000000ULL);
 	assert_int_equal(p->save_parallel, 2);
 	assert_int_equal(p->n_rules, 0);
 }
@@ -113,6 +114,7 @@ static void test_values(void **state) {
 	                       "[VM]\n"
 	                       "DefaultStrategy=shutdown\n"
 	                       "ShutdownTimeoutSec=30\n"
+	                       "PauseTimeoutSec=3\n"
 	                       "SaveParallel=4\n",
 	                       &p, &e),
 	                 0);
@@ -133,6 +135,7 @@ static void test_values(void **state) {
 	assert_true(p->free_space_margin == 2 * GiB);
 	assert_int_equal(p->default_strategy, POLICY_VM_SHUTDOWN);
 	assert_true(p->shutdown_timeout_usec == 30 * 1000000ULL);
+	assert_true(p->pause_timeout_usec == 3 * 1000000ULL);
 	assert_int_equal(p->save_parallel, 4);
 }
 
@@ -222,6 +225,8 @@ static void test_errors_table(void **state) {
 		  "not one of checkpoint, pause, shutdown, ignore" },
 		{ "[VM]\nShutdownTimeoutSec=0\n", 2, "number of seconds" },
 		{ "[VM]\nShutdownTimeoutSec=90s\n", 2, "number of seconds" },
+		{ "[VM]\nPauseTimeoutSec=0\n", 2, "number of seconds 1..3600" },
+		{ "[VM]\nPauseTimeoutSec=3601\n", 2, "number of seconds 1..3600" },
 		{ "[VM]\nSaveParallel=65\n", 2, "is not a number 1..64" },
 		{ "[VM]\nStrategy=pause\n", 2, "Unknown key Strategy= in [VM]" },
 		{ "[VMRule:]\nName=a\nStrategy=pause\n", 2, "Invalid rule name" },

@@ -32,6 +32,7 @@
 typedef enum Op {
 	OP_CONNECT,
 	OP_SUSPEND,
+	OP_SUSPEND_HANG, /* the pause blocks until the test releases it (QEMU not answering) */
 	OP_RESUME,
 	OP_SAVE,
 	OP_SAVE_HANG,      /* managed save blocks until the job is aborted */
@@ -51,6 +52,9 @@ static struct {
 	const char *target[_OP_MAX]; /* domain name, "*" for all, NULL for none */
 	unsigned calls[_OP_MAX];
 	bool aborted;
+	bool released;               /* OP_SUSPEND_HANG: QEMU answers again */
+	unsigned late_resumes;       /* resumes of b after its hung pause was released */
+	unsigned connect_failures;   /* the next connects that fail (libvirtd restarting) */
 	unsigned save_flags;         /* of the last managed save that went through */
 	unsigned saving, max_saving; /* concurrent managed saves, now and at most */
 	pthread_mutex_t lock;
@@ -113,19 +117,35 @@ static ssize_t trace_index(const char *entry) {
 }
 
 static virConnectPtr fake_connect_open(const char *uri) {
-	if (hit(OP_CONNECT, NULL))
+	unsigned left = __atomic_load_n(&inj.connect_failures, __ATOMIC_SEQ_CST);
+
+	while (left > 0 && !__atomic_compare_exchange_n(&inj.connect_failures, &left, left - 1,
+	                                                false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+	if (left > 0 || hit(OP_CONNECT, NULL))
 		return virConnectOpen("test:///injected-connect-failure.xml");
 	return virConnectOpen(uri);
 }
 
 static int fake_suspend(virDomainPtr d) {
 	trace_add("suspend:%s", virDomainGetName(d));
+	if (hit(OP_SUSPEND_HANG, d)) {
+		pthread_mutex_lock(&inj.lock);
+		while (!inj.released)
+			pthread_cond_wait(&inj.cond, &inj.lock);
+		pthread_mutex_unlock(&inj.lock);
+	}
 	return hit(OP_SUSPEND, d) ? injected("suspend", d) : virDomainSuspend(d);
 }
 
 static int fake_resume(virDomainPtr d) {
+	int r;
+
 	trace_add("resume:%s", virDomainGetName(d));
-	return hit(OP_RESUME, d) ? injected("resume", d) : virDomainResume(d);
+	r = hit(OP_RESUME, d) ? injected("resume", d) : virDomainResume(d);
+	if (r == 0 && __atomic_load_n(&inj.released, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&inj.late_resumes, 1, __ATOMIC_SEQ_CST);
+	return r;
 }
 
 static int fake_managed_save(virDomainPtr d, unsigned flags) {
@@ -273,11 +293,13 @@ static int setup(void **state) {
 	trace.n = 0;
 	n_progress = 0;
 	vm_set_ops(&fake_ops);
+	vm_set_connect_retry(0);
 	return 0;
 }
 
 static int teardown(void **state) {
 	vm_set_ops(NULL);
+	vm_set_connect_retry(VM_CONNECT_RETRY_DEFAULT);
 	/* The test host is reset once its last connection closes. */
 	virConnectClose(conn);
 	conn = NULL;
@@ -784,6 +806,57 @@ static void test_checkpoint_connect_fails(void **state) {
 	vm_results_free(r);
 }
 
+/* A QEMU that stops answering its monitor: the pause is abandoned after the timeout, the
+ * others are rolled back, and when the pause goes through later it is undone at once. */
+static void test_checkpoint_pause_timeout(void **state) {
+	VmPlan plan = { .entries = plan_ab, .n_entries = 3, .pause_timeout_usec = 200000 };
+	VmResults *r = NULL;
+
+	inj.target[OP_SUSPEND_HANG] = "b";
+	assert_int_equal(vm_checkpoint_all(conn, &plan, on_progress, &conn, &r), -ETIMEDOUT);
+	assert_error_contains(find(r, "b"), "pause did not complete within 0.2 s");
+	assert_error_contains(find(r, "a"), "rolled back: VM 'b' failed: pause did not complete");
+	assert_int_equal(find(r, "a")->outcome, VM_OUTCOME_ROLLED_BACK);
+	assert_int_equal(dom_state("a"), VIR_DOMAIN_RUNNING);
+	assert_int_equal(dom_state("b"), VIR_DOMAIN_RUNNING); /* its pause is still pending */
+	assert_true(progress_index("a:saving", false) < 0);   /* nothing was saved */
+
+	/* QEMU answers again: the late pause happens and is undone by its own thread. */
+	pthread_mutex_lock(&inj.lock);
+	inj.released = true;
+	pthread_cond_broadcast(&inj.cond);
+	pthread_mutex_unlock(&inj.lock);
+	for (int i = 0; i < 500 && __atomic_load_n(&inj.late_resumes, __ATOMIC_SEQ_CST) == 0; i++)
+		usleep(10000);
+	assert_int_equal(inj.late_resumes, 1);
+	assert_all_running_no_image();
+	usleep(100000); /* the thread drops its domain reference after the resume */
+	vm_results_free(r);
+}
+
+/* libvirtd restarting: the rollback's workers retry their connection until it answers. */
+static void test_rollback_connect_retry(void **state) {
+	VmPlan plan = { .entries = plan_ab, .n_entries = 3 };
+	VmResults *r = NULL;
+
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	inj.connect_failures = 3;
+	vm_set_connect_retry(5 * 1000000ULL);
+	assert_int_equal(vm_rollback(conn, r, "handoff failed", NULL, NULL), 0);
+	assert_int_equal(inj.connect_failures, 0);
+	assert_all_running_no_image();
+	vm_results_free(r);
+
+	/* Without a retry window one failure is final, and the VM says why. */
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	vm_set_connect_retry(0);
+	inj.connect_failures = 1;
+	assert_int_equal(vm_rollback(conn, r, "handoff failed", NULL, NULL), -ECONNREFUSED);
+	assert_int_equal(vm_rollback(conn, r, "handoff failed", NULL, NULL), 0);
+	assert_all_running_no_image();
+	vm_results_free(r);
+}
+
 static void test_rollback_restore_fails_keeps_image(void **state) {
 	VmPlan plan = { .entries = plan_ab, .n_entries = 3, .parallel = 1 };
 	VmResults *r = NULL;
@@ -1121,6 +1194,8 @@ int main(void) {
 		T(test_checkpoint_save_fails_parallel),
 		T(test_checkpoint_save_timeout),
 		T(test_checkpoint_connect_fails),
+		T(test_checkpoint_pause_timeout),
+		T(test_rollback_connect_retry),
 		T(test_rollback_restore_fails_keeps_image),
 		T(test_rollback_removes_stale_image),
 		T(test_rollback_resume_fails),

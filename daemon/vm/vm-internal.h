@@ -8,6 +8,7 @@
 #include "vm.h"
 
 extern const VmOps *vm_ops;
+extern usec_t vm_connect_retry_usec;
 
 usec_t vm_now(clockid_t clock);
 const char *vm_last_error(void);

@@ -23,6 +23,7 @@
 #include "macros.h"
 
 #define SHUTDOWN_POLL_USEC 100000ULL
+#define CONNECT_POLL_USEC  200000ULL
 
 typedef struct VmJob VmJob;
 typedef struct VmRunner VmRunner;
@@ -60,6 +61,10 @@ static const VmPlan default_plan = {};
 
 static unsigned plan_parallel(const VmPlan *p) {
 	return p->parallel ?: VM_PARALLEL_DEFAULT;
+}
+
+static usec_t plan_pause_timeout(const VmPlan *p) {
+	return p->pause_timeout_usec ?: VM_PAUSE_TIMEOUT_DEFAULT;
 }
 
 static usec_t plan_save_timeout(const VmPlan *p) {
@@ -178,7 +183,119 @@ static void report(VmRunner *run, const VmResult *r) {
 		run->cb(r, run->userdata);
 }
 
+/* ---- pausing with a deadline ---- */
+
+/* One pause, shared by the caller waiting for it and the thread making it. */
+typedef struct PauseCall {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	virDomainPtr dom;
+	unsigned refs;
+	bool done, abandoned;
+	int r;
+	char *error;
+} PauseCall;
+
+static void pause_call_unref(PauseCall *p) {
+	bool last;
+
+	pthread_mutex_lock(&p->lock);
+	last = --p->refs == 0;
+	pthread_mutex_unlock(&p->lock);
+	if (!last)
+		return;
+	virDomainFree(p->dom);
+	free(p->error);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+}
+
+static void *pause_thread(void *arg) {
+	PauseCall *p = arg;
+	int r = vm_ops->suspend(p->dom);
+	char *error = r < 0 ? strdup(vm_last_error()) : NULL;
+	bool abandoned;
+
+	pthread_mutex_lock(&p->lock);
+	p->r = r;
+	p->error = error;
+	p->done = true;
+	abandoned = p->abandoned;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	/* The caller stopped waiting and rolled the commit back: undo this late pause. */
+	if (abandoned && r == 0)
+		(void)vm_ops->resume(p->dom);
+	pause_call_unref(p);
+	return NULL;
+}
+
+/*
+ * Pauses dom, waiting at most timeout. libvirt waits for QEMU's answer without a bound, so the
+ * call runs on a thread of its own: on timeout it is abandoned (-ETIMEDOUT) and that thread,
+ * whenever the call returns, resumes the domain if the pause went through after all.
+ */
+static int pause_domain(virDomainPtr dom, usec_t timeout, VmResult *v) {
+	usec_t deadline = vm_now(CLOCK_MONOTONIC) + timeout;
+	struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000ULL),
+		               .tv_nsec = (long)(deadline % 1000000ULL) * 1000L };
+	pthread_condattr_t attr;
+	pthread_t thread;
+	PauseCall *p;
+	int r, k;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return fail(v, -ENOMEM, "pause failed: out of memory");
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	p->refs = 2;
+	p->dom = dom;
+	virDomainRef(dom);
+	k = pthread_create(&thread, NULL, pause_thread, p);
+	if (k != 0) {
+		p->refs = 1;
+		pause_call_unref(p);
+		return fail(v, -k, "pause failed: cannot start a thread: %s", strerror(k));
+	}
+	pthread_detach(thread);
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->done)
+		if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT && !p->done) {
+			p->abandoned = true;
+			break;
+		}
+	if (!p->done)
+		r = fail(v, -ETIMEDOUT,
+		         "pause did not complete within %.1f s (QEMU not answering its monitor); "
+		         "the pause is undone if it completes later",
+		         (double)timeout / 1e6);
+	else if (p->r < 0)
+		r = fail(v, -EIO, "pause failed: %s", strna(p->error));
+	else
+		r = 0;
+	pthread_mutex_unlock(&p->lock);
+	pause_call_unref(p);
+	return r;
+}
+
 /* ---- worker threads ---- */
+
+/* Opens a worker's connection; while libvirtd does not answer (it may be restarting) tries
+ * again for vm_connect_retry_usec. */
+static virConnectPtr connect_retry(const char *uri) {
+	usec_t deadline = vm_now(CLOCK_MONOTONIC) + vm_connect_retry_usec;
+	virConnectPtr c;
+
+	while (!(c = vm_ops->connect_open(uri)) && vm_now(CLOCK_MONOTONIC) < deadline)
+		usleep(CONNECT_POLL_USEC);
+	return c;
+}
 
 static void *job_thread(void *p) {
 	VmJob *j = p;
@@ -186,7 +303,7 @@ static void *job_thread(void *p) {
 	virConnectPtr c;
 	int r;
 
-	c = vm_ops->connect_open(run->uri);
+	c = connect_retry(run->uri);
 	if (!c)
 		r = fail(j->result, -ECONNREFUSED, "cannot connect to %s: %s", run->uri,
 		         vm_last_error());
@@ -652,12 +769,14 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 			continue;
 		if (state_is_running(v->orig_state)) {
 			dom = lookup(conn, v);
-			if (dom)
-				event(plan, v, VM_EVENT_PAUSING);
-			if (!dom || vm_ops->suspend(dom) < 0) {
+			if (!dom) {
 				r = fail(v, -EIO, "pause failed: %s", vm_last_error());
 				break;
 			}
+			event(plan, v, VM_EVENT_PAUSING);
+			r = pause_domain(dom, plan_pause_timeout(plan), v);
+			if (r < 0)
+				break;
 			event(plan, v, VM_EVENT_PAUSED);
 		}
 		v->paused_at = vm_now(CLOCK_REALTIME);

@@ -76,6 +76,12 @@ void vm_set_ops(const VmOps *ops) {
 	vm_ops = ops ?: &default_ops;
 }
 
+usec_t vm_connect_retry_usec = VM_CONNECT_RETRY_DEFAULT;
+
+void vm_set_connect_retry(usec_t usec) {
+	vm_connect_retry_usec = usec;
+}
+
 static int lookup_table(const char *const *table, int n, const char *s) {
 	if (!s)
 		return -EINVAL;

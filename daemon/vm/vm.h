@@ -150,6 +150,7 @@ typedef struct VmPlan {
 	const VmPlanEntry *entries;
 	size_t n_entries;
 	unsigned parallel;            /* concurrent saves/restores; 0 = VM_PARALLEL_DEFAULT */
+	usec_t pause_timeout_usec;    /* per VM; 0 = VM_PAUSE_TIMEOUT_DEFAULT */
 	usec_t save_timeout_usec;     /* per VM; 0 = VM_SAVE_TIMEOUT_DEFAULT */
 	usec_t shutdown_timeout_usec; /* per VM; 0 = VM_SHUTDOWN_TIMEOUT_DEFAULT */
 	usec_t restore_timeout_usec;  /* per VM; 0 = VM_RESTORE_TIMEOUT_DEFAULT */
@@ -161,7 +162,9 @@ typedef struct VmPlan {
 } VmPlan;
 
 #define VM_PARALLEL_DEFAULT         4u
+#define VM_PAUSE_TIMEOUT_DEFAULT    (10ULL * 1000000ULL)
 #define VM_SAVE_TIMEOUT_DEFAULT     (120ULL * 1000000ULL)
+#define VM_CONNECT_RETRY_DEFAULT    (30ULL * 1000000ULL)
 #define VM_SHUTDOWN_TIMEOUT_DEFAULT (60ULL * 1000000ULL)
 #define VM_RESTORE_TIMEOUT_DEFAULT  (120ULL * 1000000ULL)
 #define VM_SAVE_DIR_DEFAULT         "/var/lib/libvirt/qemu/save"
@@ -213,6 +216,11 @@ typedef void (*VmProgressCb)(const VmResult *r, void *userdata);
  * as ignored. On any failure it rolls back (see vm_rollback()) and returns the first error;
  * *ret_results then holds the reason for every VM: unlike other output parameters it is set
  * on failure too (the caller frees it).
+ *
+ * A pause that does not complete within plan->pause_timeout_usec (a QEMU that does not answer
+ * its monitor blocks libvirt's call without a bound) fails the commit with -ETIMEDOUT and
+ * rolls the others back; the pending call is abandoned, and if it completes later the domain
+ * is resumed right away by the thread that waited for it.
  */
 int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, void *userdata,
                       VmResults **ret_results);
@@ -260,5 +268,12 @@ typedef struct VmOps {
 } VmOps;
 
 const VmOps *vm_ops_default(void);
+
+/*
+ * How long a worker keeps trying to open its connection when libvirtd does not answer: it may
+ * be restarting (e.g. killed during the saves, the commit then rolls back once it is back).
+ * Default VM_CONNECT_RETRY_DEFAULT; 0 tries once. Not thread-safe, like vm_set_ops().
+ */
+void vm_set_connect_retry(usec_t usec);
 /* NULL restores the default. Not thread-safe: set it before any vm_* call. */
 void vm_set_ops(const VmOps *ops);

@@ -14,79 +14,10 @@
 # usage: test-daemon-vms.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN
 set -uo pipefail
 
-UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$7 COUNTER=$8
-NEW=6.1.0-57-cloud-amd64
-COUNTER_ADDR=0x600
-URI=${LIBVIRT_TEST_URI:?run me through private-libvirtd}
-for p in dbus-daemon busctl virsh python3; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-vms.XXXXXX)
-ROOT=$T/root
-DBUS_PID= DAEMON_PID=
-failures=0 n=0
-cleanup() {
-        for pid in $DAEMON_PID $DBUS_PID; do
-                kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-        done
-        [ "$failures" -ne 0 ] && { echo "--- daemon logs"; cat "$T"/daemon-*.log 2>/dev/null; }
-        rm -rf "$T"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/lib.sh"
-V() { virsh -q -c "$URI" "$@"; }
-counter() { # counter DOMAIN -> the guest's tick count
-        local out
-        out=$(V qemu-monitor-command --hmp "$1" "xp /1wx $COUNTER_ADDR" 2>/dev/null |
-                sed -n 's/.*: *0x\([0-9a-fA-F]*\).*/\1/p')
-        [ -n "$out" ] && echo $((16#$out)) || echo -1
-}
-wait_counter() { # wait_counter DOMAIN MIN
-        for _ in $(seq 150); do [ "$(counter "$1")" -ge "$2" ] && return 0; sleep 0.1; done
-        return 1
-}
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
-
-# ---- the root, the bus, the guests ----
-mkdir -p "$ROOT/boot" "$ROOT/etc/upgraded"
-python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-$NEW" "$NEW" && chmod 0644 "$ROOT/boot/vmlinuz-$NEW"
 # One save at a time, so that a full save directory fails the second one.
-printf '[VM]\nSaveParallel=1\n' >"$ROOT/etc/upgraded/upgraded.conf"
-sed -e "s|@SOCKET@|$T/bus|" -e "s|@POLICY@|$POLICY|" "$BUS_CONF_IN" >"$T/bus.conf"
-dbus-daemon --config-file="$T/bus.conf" --nofork --print-address=3 3>"$T/address" 2>"$T/dbus.log" &
-DBUS_PID=$!
-for _ in $(seq 50); do [ -s "$T/address" ] && break; sleep 0.1; done
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/bus
-
-start_daemon() { # start_daemon LOGNAME ARGS...
-        local log=$1
-        shift
-        "$UPGRADED" --root="$ROOT" --libvirt-uri="$URI" --backend=record --kexec-trigger=record \
-                "$@" >"$T/daemon-$log.log" 2>&1 &
-        DAEMON_PID=$!
-        for _ in $(seq 300); do
-                busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" status org.upgraded.Upgrade1 >/dev/null 2>&1 && return 0
-                kill -0 "$DAEMON_PID" 2>/dev/null || return 1
-                sleep 0.1
-        done
-        return 1
-}
-stop_daemon() { [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" && wait "$DAEMON_PID"; DAEMON_PID=; }
-
-for vm in vm-a vm-b; do
-        cp "$COUNTER" "$T/$vm.img"
-        cat >"$T/$vm.xml" <<XML
-<domain type='qemu'><name>$vm</name><memory unit='MiB'>16</memory><vcpu>1</vcpu>
-<os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
-<on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
-<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
-<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$T/$vm.img'/><target dev='hda' bus='ide'/></disk>
-<controller type='usb' model='none'/><memballoon model='none'/></devices></domain>
-XML
-        V define "$T/$vm.xml" >/dev/null && V start "$vm" >/dev/null
-done
-check "both guests count" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR; wait_counter vm-a 40 && wait_counter vm-b 40"
+UPGRADED_CONF=$'[VM]\nSaveParallel=1\n'
+. "$(dirname "$0")/daemon-vms-lib.sh"
+vms_setup
 
 # ---- 1. commit, "new kernel", restore ----
 check "daemon starts" start_daemon old
@@ -101,7 +32,7 @@ sed 's/^/# /' "$T/commit.out"
 check "commit --wait lists both VMs saved" bash -c "grep -qE '^vm-a +checkpoint +saved' '$T/commit.out' && grep -qE '^vm-b +checkpoint +saved' '$T/commit.out'"
 check "both domains shut off with a managed save image" bash -c "[ \"\$(virsh -q -c '$URI' domstate vm-a)\" = 'shut off' ] && virsh -c '$URI' dominfo vm-b | grep -qE 'Managed save: +yes'"
 stop_daemon
-check "the new kernel's daemon restores" start_daemon new --running-kernel="$NEW" --boot-id="$(tr -d '-' </proc/sys/kernel/random/uuid)"
+check "the new kernel's daemon restores" start_new_kernel_daemon new
 t1=$(date +%s.%N)
 check "update done" test "$("$CTL" show "$ID" -p State --value)" = done
 after_a=$(counter vm-a) after_b=$(counter vm-b)

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli-json.h"
+#include "macros.h"
+#include "report-print.h"
+#include "string-util.h"
+
+static void format_usec(uint64_t usec, char *buf, size_t size) {
+	time_t t = (time_t)(usec / 1000000);
+	struct tm tm;
+
+	if (usec == 0 || !gmtime_r(&t, &tm)) {
+		snprintf(buf, size, "n/a");
+		return;
+	}
+	size_t n = strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf + n, size - n, ".%06" PRIu64 " UTC", usec % 1000000);
+}
+
+/* ns -> "1.234 s" / "12.345 ms"; "n/a" for null (a figure that was not measured). */
+static const char *format_ns(json_object *v, char *buf, size_t size) {
+	int64_t ns;
+
+	if (!v || !json_object_is_type(v, json_type_int))
+		return "n/a";
+	ns = json_object_get_int64(v);
+	if (ns >= 1000000000 || ns <= -1000000000)
+		snprintf(buf, size, "%.3f s", (double)ns / 1e9);
+	else
+		snprintf(buf, size, "%.3f ms", (double)ns / 1e6);
+	return buf;
+}
+
+static void print_figure(FILE *f, const char *label, json_object *v, json_object *unc) {
+	char a[32], b[32];
+
+	if (!v || !json_object_is_type(v, json_type_int)) {
+		fprintf(f, "%19s: n/a (see Missing)\n", label);
+		return;
+	}
+	fprintf(f, "%19s: %s +- %s (estimated)\n", label, format_ns(v, a, sizeof(a)),
+	        format_ns(unc, b, sizeof(b)));
+}
+
+/* Where t falls on a 41-column bar from lo to hi, in 0..40. Computed in double: the report's
+ * figures are any 64-bit integers, and their differences may not fit in one. */
+static int bar_column(int64_t t, int64_t lo, int64_t hi) {
+	double span = (double)hi - (double)lo, x;
+
+	if (!(span > 0)) /* also when hi and lo round to the same double */
+		return 0;
+	x = ((double)t - (double)lo) * 40.0 / span;
+	return !(x > 0) ? 0 : x >= 40 ? 40 : (int)x;
+}
+
+/* The phases on the report's axis, with relative times, durations and a bar. */
+static void print_timeline(FILE *f, json_object *o) {
+	json_object *phases = cli_jarray(o, "phases");
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	size_t n = cli_jarray_length(phases);
+
+	if (n == 0) {
+		fprintf(f, "\nTimeline: not available (no common timebase; see Missing)\n");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *p = json_object_array_get_idx(phases, i);
+		lo = MIN(lo, json_object_get_int64(cli_jobj(p, "start_ns")));
+		hi = MAX(hi, json_object_get_int64(cli_jobj(p, "end_ns")));
+	}
+	fprintf(f, "\nTimeline (t = 0: %s; times marked ~ carry the timebase uncertainty):\n",
+	        strna(cli_jstr(o, "phase_axis")));
+	fprintf(f, "  %-15s %12s %12s %12s  %s\n", "PHASE", "START", "END", "DURATION", "");
+	for (size_t i = 0; i < n; i++) {
+		json_object *p = json_object_array_get_idx(phases, i);
+		int64_t a = json_object_get_int64(cli_jobj(p, "start_ns"));
+		int64_t b = json_object_get_int64(cli_jobj(p, "end_ns"));
+		bool est = json_object_get_boolean(cli_jobj(p, "estimated"));
+		int x0 = bar_column(a, lo, hi), x1 = bar_column(b, lo, hi);
+		char bar[48];
+
+		memset(bar, ' ', sizeof(bar));
+		for (int x = x0; x <= x1; x++)
+			bar[x] = '#';
+		bar[41] = 0;
+		fprintf(f, "  %-15s %c%+10.3fs %c%+10.3fs %11.3fs  |%s|\n",
+		        strna(cli_jstr(p, "name")), est ? '~' : ' ', (double)a / 1e9,
+		        est ? '~' : ' ', (double)b / 1e9, ((double)b - (double)a) / 1e9, bar);
+	}
+}
+
+void report_print(json_object *o, FILE *f) {
+	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
+	char buf[32];
+
+	fprintf(f, "%19s: %s\n", "Update", strna(cli_jstr(o, "id")));
+	fprintf(f, "%19s: %s%s%s\n", "Result", strna(cli_jstr(o, "result")),
+	        cli_jstr(o, "reason") ? ": " : "", strempty(cli_jstr(o, "reason")));
+	a = cli_jarray(o, "stamps");
+	if (cli_jarray_length(a) > 0) {
+		char when[64];
+		json_object *last = json_object_array_get_idx(a, cli_jarray_length(a) - 1);
+
+		format_usec(json_object_get_uint64(cli_jobj(last, "realtime_usec")), when,
+		            sizeof(when));
+		fprintf(f, "%19s: %s\n", "Finished", when);
+	}
+	k = cli_jobj(o, "old_kernel");
+	fprintf(f, "%19s: %s\n", "Old kernel", strna(cli_jstr(k, "version")));
+	k = cli_jobj(o, "new_kernel");
+	fprintf(f, "%19s: %s (%s)\n", "New kernel", strna(cli_jstr(k, "version")),
+	        strna(cli_jstr(k, "path")));
+	fprintf(f, "%19s: %s\n", "Booted", strna(cli_jstr(o, "booted_kernel")));
+	b = cli_jobj(o, "backend");
+	fprintf(f, "%19s: %s%s\n", "Backend", strna(cli_jstr(b, "name")),
+	        json_object_get_boolean(cli_jobj(b, "test_only")) ? " (TEST ONLY)" : "");
+	h = cli_jobj(o, "handoff");
+	fprintf(f, "%19s: %s\n", "Mode", strna(cli_jstr(h, "mode")));
+	a = cli_jarray(h, "reasons");
+	for (size_t i = 0; i < cli_jarray_length(a); i++)
+		fprintf(f, "%19s%s %s\n", i == 0 ? "Why" : "", i == 0 ? ":" : " ",
+		        strna(json_object_get_string(json_object_array_get_idx(a, i))));
+
+	t = cli_jobj(o, "timebase");
+	tot = cli_jobj(o, "totals");
+	if (t && json_object_is_type(t, json_type_object) &&
+	    !streq_ptr(cli_jstr(t, "timebase"), "none")) {
+		json_object *fl = cli_jarray(t, "flags");
+		fprintf(f, "%19s: %s, +- %s", "Timebase", strna(cli_jstr(t, "timebase")),
+		        format_ns(cli_jobj(t, "uncertainty_ns"), buf, sizeof(buf)));
+		for (size_t i = 0; i < cli_jarray_length(fl); i++)
+			fprintf(f, "%s%s", i == 0 ? " (" : ", ",
+			        strna(json_object_get_string(json_object_array_get_idx(fl, i))));
+		fprintf(f, "%s\n", cli_jarray_length(fl) > 0 ? ")" : "");
+	} else
+		fprintf(f, "%19s: none (the kernels could not be put on one time axis)\n",
+		        "Timebase");
+	print_figure(f, "Host blackout", cli_jobj(tot, "host_blackout_ns"),
+	             cli_jobj(tot, "uncertainty_ns"));
+	print_figure(f, "Max VM downtime", cli_jobj(tot, "max_vm_downtime_ns"),
+	             cli_jobj(tot, "uncertainty_ns"));
+	print_figure(f, "Median VM downtime", cli_jobj(tot, "median_vm_downtime_ns"),
+	             cli_jobj(tot, "uncertainty_ns"));
+	purg = cli_jobj(o, "purgatory");
+	fprintf(f, "%19s: %s%s\n", "Purgatory verify",
+	        format_ns(cli_jobj(purg, "verify_ns"), buf, sizeof(buf)),
+	        json_object_get_boolean(cli_jobj(purg, "verify_estimated")) &&
+	                        cli_jobj(purg, "verify_ns")
+	                ? " (estimated)"
+	                : "");
+	boot = cli_jobj(o, "boot");
+	if (boot && json_object_is_type(boot, json_type_object)) {
+		json_object *g = cli_jarray(boot, "gaps"),
+		            *g0 = cli_jarray_length(g) > 0 ? json_object_array_get_idx(g, 0) : NULL;
+		json_object *init = cli_jobj(boot, "init_us");
+
+		if (init)
+			fprintf(f, "%19s: %.3f s after the kernel started\n", "Init started",
+			        (double)json_object_get_int64(init) / 1e6);
+		if (g0)
+			fprintf(f, "%19s: %.3f ms before \"%s\"\n", "Largest boot gap",
+			        (double)json_object_get_int64(cli_jobj(g0, "gap_us")) / 1e3,
+			        strna(cli_jstr(g0, "message")));
+	}
+	a = cli_jarray(o, "missing");
+	for (size_t i = 0; i < cli_jarray_length(a); i++) {
+		json_object *m = json_object_array_get_idx(a, i);
+		fprintf(f, "%19s%s %s: %s\n", i == 0 ? "Missing" : "", i == 0 ? ":" : " ",
+		        strna(cli_jstr(m, "figure")), strna(cli_jstr(m, "reason")));
+	}
+	print_timeline(f, o);
+}

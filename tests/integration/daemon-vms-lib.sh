@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Shared by the daemon + VM integration tests (sourced, inside private-libvirtd): a temporary
+# root with a fake bzImage, a private bus, the real daemon (record backend), and two counter
+# guests vm-a and vm-b of the private libvirtd. Their tick counter (guest RAM at COUNTER_ADDR)
+# proves that a VM continued rather than booted again.
+#
+# Arguments of the sourcing script: UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE
+# VALIDATE SCHEMA COUNTER_BIN. Set UPGRADED_CONF (the daemon's configuration) before
+# vms_setup. The EXIT trap stops the daemon and the bus by PID.
+
+UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$7 COUNTER=$8
+NEW=6.1.0-57-cloud-amd64
+COUNTER_ADDR=0x600
+URI=${LIBVIRT_TEST_URI:?run me through private-libvirtd}
+for p in dbus-daemon busctl virsh python3; do
+        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
+done
+
+T=$(mktemp -d /tmp/upgraded-vms.XXXXXX)
+ROOT=$T/root
+DBUS_PID= DAEMON_PID=
+failures=0 n=0
+vms_cleanup() {
+        for pid in $DAEMON_PID $DBUS_PID; do
+                kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+        done
+        [ "$failures" -ne 0 ] && { echo "--- daemon logs"; cat "$T"/daemon-*.log 2>/dev/null; }
+        rm -rf "$T"
+}
+trap vms_cleanup EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+V() { virsh -q -c "$URI" "$@"; }
+counter() { # counter DOMAIN -> the guest's tick count
+        local out
+        out=$(V qemu-monitor-command --hmp "$1" "xp /1wx $COUNTER_ADDR" 2>/dev/null |
+                sed -n 's/.*: *0x\([0-9a-fA-F]*\).*/\1/p')
+        [ -n "$out" ] && echo $((16#$out)) || echo -1
+}
+wait_counter() { # wait_counter DOMAIN MIN
+        for _ in $(seq 150); do [ "$(counter "$1")" -ge "$2" ] && return 0; sleep 0.1; done
+        return 1
+}
+# Both guests running, each counter continued from its value before (a fresh boot starts
+# from 0) within SLACK ticks, and still counting: continued BEFORE_A BEFORE_B SLACK
+continued() {
+        local a b
+        a=$(counter vm-a) b=$(counter vm-b)
+        echo "# counters: vm-a $1 -> $a, vm-b $2 -> $b"
+        [ "$(V domstate vm-a)" = running ] && [ "$(V domstate vm-b)" = running ] &&
+                [ "$a" -ge "$1" ] && [ "$a" -lt $(($1 + $3)) ] &&
+                [ "$b" -ge "$2" ] && [ "$b" -lt $(($2 + $3)) ] &&
+                wait_counter vm-a $((a + 3)) && wait_counter vm-b $((b + 3))
+}
+no_image() { # no_image DOMAIN...: no managed save image left
+        local d
+        for d in "$@"; do
+                V dominfo "$d" | grep -qE 'Managed save: +yes' && return 1
+        done
+        return 0
+}
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+DAEMON_ARGS=(--libvirt-uri="$URI" --backend=record --kexec-trigger=record)
+DAEMON_START_TIMEOUT=30
+# The daemon as the new kernel runs it after the handoff: restores the VMs.
+start_new_kernel_daemon() { # start_new_kernel_daemon LOGNAME
+        start_daemon "$1" --running-kernel="$NEW" --boot-id="$(tr -d '-' </proc/sys/kernel/random/uuid)"
+}
+
+vms_setup() {
+        mkdir -p "$ROOT/boot" "$ROOT/etc/upgraded"
+        python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-$NEW" "$NEW" && chmod 0644 "$ROOT/boot/vmlinuz-$NEW"
+        printf '%s' "${UPGRADED_CONF:-}" >"$ROOT/etc/upgraded/upgraded.conf"
+        start_bus "$BUS_CONF_IN" "$POLICY"
+
+        for vm in vm-a vm-b; do
+                cp "$COUNTER" "$T/$vm.img"
+                cat >"$T/$vm.xml" <<XML
+<domain type='qemu'><name>$vm</name><memory unit='MiB'>16</memory><vcpu>1</vcpu>
+<os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
+<on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
+<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
+<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$T/$vm.img'/><target dev='hda' bus='ide'/></disk>
+<controller type='usb' model='none'/><memballoon model='none'/></devices></domain>
+XML
+                V define "$T/$vm.xml" >/dev/null && V start "$vm" >/dev/null
+        done
+        check "both guests count" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR; wait_counter vm-a 40 && wait_counter vm-b 40"
+}
