@@ -333,6 +333,25 @@ static int finish(Context *c, Update *u, const char *result) {
 	return r;
 }
 
+/* The end of every failure: why (NULL: the error already recorded), the "failed"
+ * stamp, the persisted terminal state, the report. */
+static int context_mark_failed(Context *c, Update *u, const char *why) {
+	int r;
+
+	if (why) {
+		r = update_set_string(&u->error, why);
+		if (r < 0)
+			return r;
+	}
+	r = update_add_stamp(u, "failed", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
+	if (r < 0)
+		return r;
+	return finish(c, u, "failed");
+}
+
 /*
  * A commit that did not reach the new kernel: give everything back (rollback
  * steps: resume VMs), drop the loaded image, mark the update failed, report.
@@ -363,14 +382,7 @@ static int context_commit_fail(Context *c, Update *u, const char *reason) {
 		if (u->crash_image_loaded && c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0)
 			(void)c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
 	}
-
-	r = update_add_stamp(u, "failed", false, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
-	if (r < 0)
-		return r;
-	return finish(c, u, "failed");
+	return context_mark_failed(c, u, NULL);
 }
 
 /* On the new kernel: post-boot steps (restore VMs), then done and the report. */
@@ -395,16 +407,7 @@ static int context_complete(Context *c, Update *u) {
 		return r;
 	if (r < 0) {
 		/* The new kernel runs; what failed is giving back state: say so. */
-		r = update_set_string(&u->error, why ?: "a post-boot step failed");
-		if (r < 0)
-			return r;
-		r = update_add_stamp(u, "failed", false, c->boot_id);
-		if (r < 0)
-			return r;
-		r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
-		if (r < 0)
-			return r;
-		return finish(c, u, "failed");
+		return context_mark_failed(c, u, why ?: "a post-boot step failed");
 	}
 
 	r = update_add_stamp(u, "completed", false, c->boot_id);
@@ -553,17 +556,7 @@ static int context_recover_staged(Context *c, Update *u) {
 	} else if (asprintf(&why, "staged files changed or vanished since staging: %s",
 	                    error.message ?: strerror(-r)) < 0)
 		return -ENOMEM;
-
-	r = update_set_string(&u->error, why);
-	if (r < 0)
-		return r;
-	r = update_add_stamp(u, "failed", false, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
-	if (r < 0)
-		return r;
-	return finish(c, u, "failed");
+	return context_mark_failed(c, u, why);
 }
 
 static int context_recover_one(Context *c, Update *u) {
