@@ -170,7 +170,8 @@ typedef struct Follow {
 	bool changed;
 	char *result;
 	char *last_phase;
-	char **vm_seen; /* "name:result" already printed */
+	char **vm_seen;   /* "name:result" already printed */
+	bool daemon_gone; /* upgraded left the bus (stopped, crashed) */
 } Follow;
 
 static bool strv_has(char **l, const char *s) {
@@ -254,8 +255,25 @@ static int on_finished(sd_bus_message *m, void *userdata, sd_bus_error *e) {
 	return 0;
 }
 
+/* The daemon's name lost its owner: it stopped or died while we followed. */
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
+	Follow *f = userdata;
+	const char *name, *old_owner, *new_owner;
+
+	if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) >= 0 &&
+	    streq(name, BUS_NAME) && !*new_owner)
+		f->daemon_gone = true;
+	return 0;
+}
+
 static int add_follow_matches(sd_bus *bus, Follow *f) {
 	int r;
+
+	r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+	                        "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed,
+	                        f);
+	if (r < 0)
+		return r;
 
 	r = sd_bus_add_match(
 	        bus, NULL,
@@ -312,6 +330,13 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 		uint32_t progress = 0;
 		uint64_t now;
 
+		if (f->daemon_gone) {
+			fprintf(stderr,
+			        "upgraded stopped while the update was in phase '%s'; it resolves "
+			        "the update when it starts again (see upgradectl status).\n",
+			        strna(f->last_phase));
+			return EXIT_NO_SERVICE;
+		}
 		if (f->changed) {
 			f->changed = false;
 			r = get_string_property(bus, path, UPDATE_IFACE, "Phase", &phase);
