@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,38 @@ static int corrupt_then_load(const struct loader_image *img, void *userdata) {
 		corrupted = img; /* a mode switch loads it again: flip only once */
 	}
 	return loader_image_load(img);
+}
+#endif
+
+#ifdef UPGRADED_TEST_CRASH_POINTS
+/* The kill test (built into upgraded-test-crash-points only, never installed):
+ * every persisted step of the state machine is logged with its running number,
+ * and with UPGRADED_TEST_CRASH_AT=N the daemon kills itself with SIGKILL right
+ * after step N reached the disk, the way a power cut or the OOM killer would
+ * stop it. tests/integration/test-daemon-kill.sh enumerates the steps with it. */
+static unsigned crash_at;
+
+static int crash_point(Context *c, Update *u, unsigned step, void *userdata) {
+	log_info("Crash point %u: update %s %s/%s.", step, u->id, update_state_to_string(u->state),
+	         u->phase);
+	if (step == crash_at) {
+		log_info("Crash point %u: killing myself.", step);
+		raise(SIGKILL);
+	}
+	return 0;
+}
+
+static int crash_points_setup(Context *c) {
+	const char *e = getenv("UPGRADED_TEST_CRASH_AT");
+	unsigned long long v = 0;
+
+	if (e && (safe_atou64(e, &v) < 0 || v > UINT_MAX))
+		return log_error_errno(-EINVAL, "Invalid UPGRADED_TEST_CRASH_AT='%s'.", e);
+	crash_at = (unsigned)v;
+	c->persist_hook = crash_point;
+	log_warning("TEST BUILD: persisted steps are numbered%s.",
+	            crash_at > 0 ? "; SIGKILL after the one named by UPGRADED_TEST_CRASH_AT" : "");
+	return 0;
 }
 #endif
 
@@ -244,6 +277,13 @@ static int run(int argc, char *argv[]) {
 	r = context_new(a.root, backend, &c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up: %m");
+#ifdef UPGRADED_TEST_CRASH_POINTS
+	if (!a.root || streq(a.root, "/"))
+		return log_error_errno(-EINVAL, "This test build needs --root=.");
+	r = crash_points_setup(c);
+	if (r < 0)
+		return r;
+#endif
 	{
 		PolicyErrors errs = {};
 		Policy *p = NULL;
