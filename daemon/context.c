@@ -420,6 +420,25 @@ static int context_complete(Context *c, Update *u) {
 	return finish(c, u, "done");
 }
 
+/* The crash image: always verified (never skip the check on the panic path).
+ * Stage and its recovery are the only places a crash image is requested, and
+ * these flags are constant: neither the policy nor the caller can make it fast.
+ * Best effort (the update goes on without one); returns what persisting the
+ * mark returned. */
+static int context_load_crash_image(Context *c, Update *u, KexecImage *img) {
+	int r;
+
+	img->flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
+	r = c->backend->load(c->root, img);
+	if (r < 0) {
+		log_warning_errno(r, "Failed to load the crash image of update %s, ignoring: %m",
+		                  u->id);
+		return 0;
+	}
+	u->crash_image_loaded = true;
+	return context_persist(c, u);
+}
+
 /* ---- loading and recovery ---- */
 
 static int context_load_one(Context *c, const char *path) {
@@ -515,8 +534,9 @@ int context_load(Context *c) {
 	return 0;
 }
 
-/* A staged update found on start: after a reboot the kernel lost the image, so
- * load it again, but only if the files still hold what was validated. */
+/* A staged update found on start: after a reboot the kernel lost the images, and a
+ * daemon stopped during stage may not have loaded the crash image yet, so load
+ * what is missing, but only if the files still hold what was validated. */
 static int context_recover_staged(Context *c, Update *u) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
@@ -524,13 +544,18 @@ static int context_recover_staged(Context *c, Update *u) {
 		             .allowed = c->allowed_roots,
 		             .owner = c->image_owner };
 	_cleanup_free_ char *why = NULL;
+	bool need_kernel, need_crash;
 	KexecImage img;
 	int r;
 
 	/* A backend with a mode switch keeps the built image in the daemon: after a
 	 * restart it has none, so it builds and loads again even if the kernel still
-	 * holds the old copy. */
-	if (c->backend->is_loaded(c->root, 0) > 0 && !c->backend->set_mode)
+	 * holds the old copy. The crash image is ours only once the record says so. */
+	need_kernel = c->backend->is_loaded(c->root, 0) <= 0 || c->backend->set_mode;
+	need_crash =
+	        kexec_crash_reserved(c->root) &&
+	        (!u->crash_image_loaded || c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) <= 0);
+	if (!need_kernel && !need_crash)
 		return 0;
 
 	r = image_open(&rules, u->kernel.path, IMAGE_KERNEL, &k, &error);
@@ -548,7 +573,11 @@ static int context_recover_staged(Context *c, Update *u) {
 			            .initrd_path = u->initrd.path,
 			            .cmdline = u->cmdline,
 			            .flags = KEXEC_IMAGE_VERIFIED };
-		r = c->backend->load(c->root, &img);
+		r = need_kernel ? c->backend->load(c->root, &img) : 0;
+		if (r >= 0 && need_crash) {
+			u->crash_image_loaded = false;
+			return context_load_crash_image(c, u, &img);
+		}
 		if (r >= 0)
 			return 0;
 		if (asprintf(&why, "reloading the staged image failed: %s", strerror(-r)) < 0)
@@ -678,6 +707,14 @@ static int read_proc_cmdline(Context *c, char **ret) {
 	return cmdline_strip_for_reuse(data, ret);
 }
 
+/* The test seam stopped stage right after a persisted step: keep the update in
+ * memory the way a restarted daemon would find it on disk. */
+static int context_keep_interrupted(Context *c, Update **u) {
+	if (context_add_update(c, *u) >= 0)
+		*u = NULL;
+	return -ECANCELED;
+}
+
 /* Who loaded the crash image we are about to replace. The kernel cannot say and
  * cannot give the image back; what we can tell is whether the system's kdump
  * service (kdump-tools) is installed, which is the usual owner. */
@@ -775,12 +812,8 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 
 	/* 3. Persist first: a crash after this finds a staged record and reloads. */
 	r = context_persist(c, u);
-	if (r == -ECANCELED) {
-		r = context_add_update(c, u);
-		if (r >= 0)
-			TAKE_PTR(u);
-		return -ECANCELED;
-	}
+	if (r == -ECANCELED)
+		return context_keep_interrupted(c, &u);
 	if (r < 0)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
 		                         "Cannot write the update record: %s.", strerror(-r));
@@ -811,28 +844,8 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	}
 	if (c->backend == &kexec_backend_loader)
 		u->verified_bytes = kexec_loader_verified_bytes();
-	/* The crash image: always verified (never skip the check on the panic path).
-	 * This is the only place a crash image is requested, and these flags are
-	 * constant: neither the policy nor the caller can make it fast. */
-	if (kexec_crash_reserved(c->root)) {
-		img.flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
-		r = c->backend->load(c->root, &img);
-		if (r < 0)
-			log_warning_errno(r,
-			                  "Failed to load the crash image of update %s, "
-			                  "ignoring: %m",
-			                  u->id);
-		else {
-			u->crash_image_loaded = true;
-			r = context_persist(c, u);
-			if (r == -ECANCELED) {
-				r = context_add_update(c, u);
-				if (r >= 0)
-					TAKE_PTR(u);
-				return -ECANCELED;
-			}
-		}
-	}
+	if (kexec_crash_reserved(c->root) && context_load_crash_image(c, u, &img) == -ECANCELED)
+		return context_keep_interrupted(c, &u);
 
 	r = context_add_update(c, u);
 	if (r < 0)
