@@ -782,7 +782,9 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		return -ENOMEM;
 	u->kernel = (UpdateFile){ .path = TAKE_PTR(k.path),
 		                  .size = k.size,
-		                  .mtime_usec = k.mtime_usec };
+		                  .mtime_usec = k.mtime_usec,
+		                  .inode = k.inode,
+		                  .ctime_usec = k.ctime_usec };
 	memcpy(u->kernel.sha256, k.sha256, sizeof(k.sha256));
 	u->kernel_version = TAKE_PTR(k.version);
 	if (update_set_string(&u->kernel_version_source, k.version_source) < 0)
@@ -790,7 +792,9 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	if (i.path) {
 		u->initrd = (UpdateFile){ .path = TAKE_PTR(i.path),
 			                  .size = i.size,
-			                  .mtime_usec = i.mtime_usec };
+			                  .mtime_usec = i.mtime_usec,
+			                  .inode = i.inode,
+			                  .ctime_usec = i.ctime_usec };
 		memcpy(u->initrd.sha256, i.sha256, sizeof(i.sha256));
 	}
 	u->cmdline = TAKE_PTR(cmdline);
