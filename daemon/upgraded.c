@@ -251,6 +251,7 @@ static int run(int argc, char *argv[]) {
 	_cleanup_(measure_freep) Measure *measure = NULL;
 	const KexecBackend *backend = NULL;
 	Manager mgr = {};
+	const char *unique;
 	Args a = {};
 	sigset_t ss;
 	int r;
@@ -344,6 +345,11 @@ static int run(int argc, char *argv[]) {
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
 
 	r = open_bus(a.bus_address, &bus);
+	if (r < 0)
+		return log_error_errno(r, "Failed to connect to the bus: %m");
+	/* Finish the handshake now: recovery below may take longer (VM restores on the
+	 * new kernel) than the bus lets a connection stay unauthenticated. */
+	r = sd_bus_get_unique_name(bus, &unique);
 	if (r < 0)
 		return log_error_errno(r, "Failed to connect to the bus: %m");
 
