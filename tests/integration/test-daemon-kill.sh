@@ -19,11 +19,12 @@
 #   3. Kills inside the rollback itself: the commit killed after the guests were saved,
 #      then the recovering daemon killed at each step of its rollback.
 #
-# usage: test-daemon-kill.sh UPGRADED_CRASH_POINTS UPGRADECTL BUS_CONF_IN BUS_POLICY
-#                            MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN
+# usage: test-daemon-kill.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE
+#                            SCHEMA COUNTER_BIN UPGRADED_CRASH_POINTS
+# (the arguments of the other daemon tests; the daemon run is the last one, the test build)
 set -uo pipefail
 
-UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$7 COUNTER=$8
+CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$7 COUNTER=$8 UPGRADED=$9
 OLD=6.1.0-47-cloud-amd64 NEW=6.1.0-57-cloud-amd64
 BOOT_A=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa BOOT_B=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 COUNTER_ADDR=0x600

@@ -24,7 +24,7 @@ done
 T=$(mktemp -d /tmp/upgraded-vms.XXXXXX)
 ROOT=$T/root
 DBUS_PID= DAEMON_PID=
-. "$(dirname "$0")/lib.sh"
+failures=0 n=0
 cleanup() {
         for pid in $DAEMON_PID $DBUS_PID; do
                 kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
@@ -33,6 +33,20 @@ cleanup() {
         rm -rf "$T"
 }
 trap cleanup EXIT
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+V() { virsh -q -c "$URI" "$@"; }
+counter() { # counter DOMAIN -> the guest's tick count
+        local out
+        out=$(V qemu-monitor-command --hmp "$1" "xp /1wx $COUNTER_ADDR" 2>/dev/null |
+                sed -n 's/.*: *0x\([0-9a-fA-F]*\).*/\1/p')
+        [ -n "$out" ] && echo $((16#$out)) || echo -1
+}
+wait_counter() { # wait_counter DOMAIN MIN
+        for _ in $(seq 150); do [ "$(counter "$1")" -ge "$2" ] && return 0; sleep 0.1; done
+        return 1
+}
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # ---- the root, the bus, the guests ----
@@ -40,7 +54,11 @@ mkdir -p "$ROOT/boot" "$ROOT/etc/upgraded"
 python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-$NEW" "$NEW" && chmod 0644 "$ROOT/boot/vmlinuz-$NEW"
 # One save at a time, so that a full save directory fails the second one.
 printf '[VM]\nSaveParallel=1\n' >"$ROOT/etc/upgraded/upgraded.conf"
-start_bus "$BUS_CONF_IN" "$POLICY"
+sed -e "s|@SOCKET@|$T/bus|" -e "s|@POLICY@|$POLICY|" "$BUS_CONF_IN" >"$T/bus.conf"
+dbus-daemon --config-file="$T/bus.conf" --nofork --print-address=3 3>"$T/address" 2>"$T/dbus.log" &
+DBUS_PID=$!
+for _ in $(seq 50); do [ -s "$T/address" ] && break; sleep 0.1; done
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/bus
 
 start_daemon() { # start_daemon LOGNAME ARGS...
         local log=$1
@@ -48,11 +66,27 @@ start_daemon() { # start_daemon LOGNAME ARGS...
         "$UPGRADED" --root="$ROOT" --libvirt-uri="$URI" --backend=record --kexec-trigger=record \
                 "$@" >"$T/daemon-$log.log" 2>&1 &
         DAEMON_PID=$!
-        wait_for_daemon
+        for _ in $(seq 300); do
+                busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" status org.upgraded.Upgrade1 >/dev/null 2>&1 && return 0
+                kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+                sleep 0.1
+        done
+        return 1
 }
 stop_daemon() { [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" && wait "$DAEMON_PID"; DAEMON_PID=; }
 
-for vm in vm-a vm-b; do define_guest "$vm"; done
+for vm in vm-a vm-b; do
+        cp "$COUNTER" "$T/$vm.img"
+        cat >"$T/$vm.xml" <<XML
+<domain type='qemu'><name>$vm</name><memory unit='MiB'>16</memory><vcpu>1</vcpu>
+<os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
+<on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
+<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
+<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$T/$vm.img'/><target dev='hda' bus='ide'/></disk>
+<controller type='usb' model='none'/><memballoon model='none'/></devices></domain>
+XML
+        V define "$T/$vm.xml" >/dev/null && V start "$vm" >/dev/null
+done
 check "both guests count" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR; wait_counter vm-a 40 && wait_counter vm-b 40"
 
 # ---- 1. commit, "new kernel", restore ----
