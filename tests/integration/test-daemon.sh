@@ -9,7 +9,8 @@
 #
 # Every daemon start must end with exit 0 on SIGTERM. With UPGRADED_TEST_VALGRIND=SUPP each
 # runs under valgrind's memcheck, and an error or a definite leak fails that exit (the
-# meson test daemon-bus-valgrind); in an ASan+UBSan build the sanitizers do the same.
+# meson test daemon-bus-valgrind); in an ASan+UBSan build a sanitizer report in its log fails
+# it (tools/check, stage asan-integration).
 #
 # usage: test-daemon.sh UPGRADED UPGRADECTL BUS_CONF_IN POLICY_CONF MAKE_BZIMAGE VALIDATE SCHEMA
 set -uo pipefail
@@ -131,6 +132,11 @@ stop_daemon() {
         rc=$?
         DAEMON_PID=
         [ "$rc" -eq 0 ] || { not_ok "the daemon exits cleanly on SIGTERM (exit $rc, $DAEMON_LOG)"; return 1; }
+        # UBSan reports and goes on unless told to halt: its report fails the run too.
+        if grep -qE 'runtime error:|ERROR: (AddressSanitizer|LeakSanitizer)' "$DAEMON_LOG"; then
+                not_ok "no sanitizer report from the daemon ($DAEMON_LOG)"
+                return 1
+        fi
         daemon_stops=$((daemon_stops + 1))
 }
 describe() { "$CTL" describe --json; }
