@@ -970,7 +970,7 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 	"    5  no such update or report\n"                                                \
 	"    6  wrong state (AlreadyStaged, BadState)\n"                                   \
 	"    7  kexec unavailable or the kernel refused to load the image\n"               \
-	"    8  upgraded is not reachable on the system bus\n"                             \
+	"    8  upgraded is not reachable on the system bus, or stopped during --wait\n"   \
 	"    9  the policy refused the commit (PolicyRefused; see commit --dry-run)\n"
 
 #define COMMON_OPTIONS_TEXT                                                                     \
