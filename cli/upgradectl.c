@@ -26,7 +26,8 @@
 #define UPDATE_IFACE  "org.upgraded.Upgrade1.Update"
 #define UPDATE_PREFIX "/org/upgraded/Upgrade1/update/"
 
-#define WAIT_TIMEOUT_USEC (10ULL * 60 * 1000000)
+#define WAIT_TIMEOUT_USEC        (10ULL * 60 * 1000000)
+#define FOLLOW_CALL_TIMEOUT_USEC (5ULL * 1000000)
 
 /* Exit codes (documented in the help text and docs/dbus-api.md). */
 enum {
@@ -311,8 +312,8 @@ static void print_update_vms(sd_bus *bus, const char *path) {
 /* Prints each new phase until the update finished or reached the handoff.
  * Returns the exit code. */
 static int follow_update(sd_bus *bus, const char *path, Follow *f) {
-	uint64_t deadline;
 	struct timespec ts;
+	uint64_t deadline;
 	int r;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -324,6 +325,9 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 		return fail_bus("Lost the bus connection", NULL, r);
 	/* ...then the current state, in case the match came too late for some. */
 	f->changed = true;
+	/* Short calls, asked again while the daemon is busy: a daemon that died is
+	 * noticed within FOLLOW_CALL_TIMEOUT_USEC. */
+	(void)sd_bus_set_method_call_timeout(bus, FOLLOW_CALL_TIMEOUT_USEC);
 
 	for (;;) {
 		_cleanup_free_ char *phase = NULL, *state = NULL, *error = NULL;
@@ -337,9 +341,24 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 			        strna(f->last_phase));
 			return EXIT_NO_SERVICE;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+		if (now >= deadline) {
+			fprintf(stderr, "Timed out waiting for the update.\n");
+			return EXIT_FAILED;
+		}
 		if (f->changed) {
 			f->changed = false;
 			r = get_string_property(bus, path, UPDATE_IFACE, "Phase", &phase);
+			if (r == -ETIMEDOUT) {
+				/* The daemon runs the commit steps in its event loop and answers
+				 * when a step is done; one that died answers never. The signal
+				 * saying which came in meanwhile. */
+				while (sd_bus_process(bus, NULL) > 0)
+					;
+				f->changed = true;
+				continue;
+			}
 			if (r < 0)
 				return fail_bus("Reading the update's phase failed", NULL, r);
 			(void)get_u32_property(bus, path, UPDATE_IFACE, "Progress", &progress);
@@ -374,12 +393,6 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 			return fail_bus("Lost the bus connection", NULL, r);
 		if (r > 0)
 			continue;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-		if (now >= deadline) {
-			fprintf(stderr, "Timed out waiting for the update.\n");
-			return EXIT_FAILED;
-		}
 		r = sd_bus_wait(bus, deadline - now);
 		if (r < 0)
 			return fail_bus("Waiting on the bus failed", NULL, r);
