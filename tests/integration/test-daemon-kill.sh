@@ -37,7 +37,7 @@ done
 T=$(mktemp -d /tmp/upgraded-kill.XXXXXX)
 ROOT=$T/root
 DBUS_PID= DAEMON_PID=
-kills=0
+kills=0 waits=0
 . "$(dirname "$0")/lib.sh"
 cleanup() {
         for pid in $DAEMON_PID $DBUS_PID; do
@@ -105,27 +105,37 @@ state_of() {
 # scenario NAME [START:STEP]...: one update from stage to its end, killed at STEP of the
 # daemon's START-th start for each pair. Sets RESULT (done/failed/stuck) and LOADS.
 scenario() {
-        local name=$1 start=0 boot=$BOOT_A kernel=$OLD at spec st
+        local name=$1 start=0 boot=$BOOT_A kernel=$OLD at spec st WAIT_RC
         shift
         rm -rf "$T/last" "$ROOT/var/lib/upgraded" "$ROOT/run/upgraded"
         mkdir -p "$T/last"
         RESULT=stuck
         for _ in $(seq 8); do
                 start=$((start + 1))
-                at=0
+                at=0 st=none WAIT_RC=0
                 for spec in "$@"; do [ "${spec%%:*}" = "$start" ] && at=${spec#*:}; done
                 if start_daemon "$at" "$start" "$boot" "$kernel"; then
                         st=$(state_of)
                         case $st in
                         none) "$CTL" stage "/boot/vmlinuz-$NEW" --initrd="/boot/initrd.img-$NEW" \
                                         --cmdline="root=/dev/vda1 ro" >/dev/null 2>&1 ;;
-                        staged/*) "$CTL" commit --wait >/dev/null 2>&1 ;;
+                        staged/*)
+                                "$CTL" commit --wait >/dev/null 2>"$T/commit.err"
+                                WAIT_RC=$? ;;
                         done/* | failed/*) RESULT=${st%%/*} ;;
                         esac
                 fi
                 reap_daemon
                 if [ "$HOW" = killed ]; then
                         kills=$((kills + 1))
+                        # Killed after Commit answered: --wait says so and exits 8.
+                        if [ "$st" = staged/staged ] && [ "$at" -ge 2 ]; then
+                                if [ "$WAIT_RC" -eq 8 ] && grep -q 'upgraded stopped while the update was in phase' "$T/commit.err"; then
+                                        waits=$((waits + 1))
+                                else
+                                        not_ok "$name: commit --wait exits 8 when the daemon dies (exit $WAIT_RC: $(cat "$T/commit.err"))"
+                                fi
+                        fi
                         record_legal >"$T/legal" 2>&1 || not_ok "$name: after the kill in start $start the record is legal: $(cat "$T/legal")"
                 elif [ "$HOW" != stopped ]; then
                         not_ok "$name: daemon start $start ended with $HOW"
@@ -218,6 +228,7 @@ grep -h 'Crash point' "$T/last/3.log" | sed 's/^/# rollback: /'
 check "the rollback persists steps" test "$S_ROLL" -ge 2
 for s in $(seq "$S_ROLL"); do run "rollback, kill at step $s" "2:$S_SAVED" "3:$s"; done
 
+check "commit --wait noticed each daemon killed after Commit answered ($waits times)" test "$waits" -ge $((S_COMMIT - 1))
 echo "# kill points exercised: $kills (stage $S_STAGE, commit $S_COMMIT, new kernel $S_NEW, rollback $S_ROLL)"
 echo "1..$n"
 [ "$failures" -eq 0 ]
