@@ -28,7 +28,8 @@
 #define UPDATE_IFACE  "org.upgraded.Upgrade1.Update"
 #define UPDATE_PREFIX "/org/upgraded/Upgrade1/update/"
 
-#define WAIT_TIMEOUT_USEC (10ULL * 60 * 1000000)
+#define WAIT_TIMEOUT_USEC        (10ULL * 60 * 1000000)
+#define FOLLOW_CALL_TIMEOUT_USEC (5ULL * 1000000)
 
 /* Exit codes (documented in the help text and docs/dbus-api.md). */
 enum {
@@ -152,7 +153,8 @@ typedef struct Follow {
 	bool changed;
 	char *result;
 	char *last_phase;
-	char **vm_seen; /* "name:result" already printed */
+	char **vm_seen;   /* "name:result" already printed */
+	bool daemon_gone; /* upgraded left the bus (stopped, crashed) */
 } Follow;
 
 static bool strv_has(char **l, const char *s) {
@@ -236,8 +238,25 @@ static int on_finished(sd_bus_message *m, void *userdata, sd_bus_error *e) {
 	return 0;
 }
 
+/* The daemon's name lost its owner: it stopped or died while we followed. */
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
+	Follow *f = userdata;
+	const char *name, *old_owner, *new_owner;
+
+	if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) >= 0 &&
+	    streq(name, BUS_NAME) && !*new_owner)
+		f->daemon_gone = true;
+	return 0;
+}
+
 static int add_follow_matches(sd_bus *bus, Follow *f) {
 	int r;
+
+	r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+	                        "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed,
+	                        f);
+	if (r < 0)
+		return r;
 
 	r = sd_bus_add_match(
 	        bus, NULL,
@@ -275,8 +294,8 @@ static void print_update_vms(sd_bus *bus, const char *path) {
 /* Prints each new phase until the update finished or reached the handoff.
  * Returns the exit code. */
 static int follow_update(sd_bus *bus, const char *path, Follow *f) {
-	uint64_t deadline;
 	struct timespec ts;
+	uint64_t deadline;
 	int r;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -288,15 +307,40 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 		return fail_bus("Lost the bus connection", NULL, r);
 	/* ...then the current state, in case the match came too late for some. */
 	f->changed = true;
+	/* Short calls, asked again while the daemon is busy: a daemon that died is
+	 * noticed within FOLLOW_CALL_TIMEOUT_USEC. */
+	(void)sd_bus_set_method_call_timeout(bus, FOLLOW_CALL_TIMEOUT_USEC);
 
 	for (;;) {
 		_cleanup_free_ char *phase = NULL, *state = NULL, *error = NULL;
 		uint32_t progress = 0;
 		uint64_t now;
 
+		if (f->daemon_gone) {
+			fprintf(stderr,
+			        "upgraded stopped while the update was in phase '%s'; it resolves "
+			        "the update when it starts again (see upgradectl status).\n",
+			        strna(f->last_phase));
+			return EXIT_NO_SERVICE;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+		if (now >= deadline) {
+			fprintf(stderr, "Timed out waiting for the update.\n");
+			return EXIT_FAILED;
+		}
 		if (f->changed) {
 			f->changed = false;
 			r = get_string_property(bus, path, UPDATE_IFACE, "Phase", &phase);
+			if (r == -ETIMEDOUT) {
+				/* The daemon runs the commit steps in its event loop and answers
+				 * when a step is done; one that died answers never. The signal
+				 * saying which came in meanwhile. */
+				while (sd_bus_process(bus, NULL) > 0)
+					;
+				f->changed = true;
+				continue;
+			}
 			if (r < 0)
 				return fail_bus("Reading the update's phase failed", NULL, r);
 			(void)get_u32_property(bus, path, UPDATE_IFACE, "Progress", &progress);
@@ -331,12 +375,6 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 			return fail_bus("Lost the bus connection", NULL, r);
 		if (r > 0)
 			continue;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-		if (now >= deadline) {
-			fprintf(stderr, "Timed out waiting for the update.\n");
-			return EXIT_FAILED;
-		}
 		r = sd_bus_wait(bus, deadline - now);
 		if (r < 0)
 			return fail_bus("Waiting on the bus failed", NULL, r);
@@ -789,7 +827,7 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 	"    5  no such update or report\n"                                                \
 	"    6  wrong state (AlreadyStaged, BadState)\n"                                   \
 	"    7  kexec unavailable or the kernel refused to load the image\n"               \
-	"    8  upgraded is not reachable on the system bus\n"                             \
+	"    8  upgraded is not reachable on the system bus, or stopped during --wait\n"   \
 	"    9  the policy refused the commit (PolicyRefused; see commit --dry-run)\n"
 
 #define COMMON_OPTIONS_TEXT                                                                     \

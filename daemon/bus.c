@@ -30,11 +30,28 @@ typedef struct PendingAuth {
 	bool interactive;
 } PendingAuth;
 
-static void pending_auth_free(PendingAuth *p) {
+static void pending_auth_free(void *userdata) {
+	PendingAuth *p = userdata;
+
 	if (!p)
 		return;
 	sd_bus_message_unref(p->message);
 	free(p);
+}
+
+/* Hands userdata to a floating slot that frees it with destroy, whether the reply
+ * came or the bus went away first (the daemon stopping with a call pending). */
+static int slot_own(sd_bus_slot *slot, void *userdata, sd_bus_destroy_t destroy) {
+	int r = sd_bus_slot_set_destroy_callback(slot, destroy);
+
+	if (r < 0) {
+		sd_bus_slot_unref(slot);
+		destroy(userdata);
+		return r;
+	}
+	r = sd_bus_slot_set_floating(slot, 1);
+	sd_bus_slot_unref(slot); /* from now on the bus owns it */
+	return r;
 }
 
 /* ---- internal functions ---- */
@@ -74,7 +91,7 @@ static int polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
 			                      "Authorization check for action %s failed: %s",
 			                      UPGRADE_POLKIT_ACTION, e->message ?: e->name);
 		reply_outcome(p->message, r, &error);
-		goto out;
+		return 0;
 	}
 
 	r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
@@ -85,7 +102,7 @@ static int polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
 		                      "Unexpected reply from polkit for action %s.",
 		                      UPGRADE_POLKIT_ACTION);
 		reply_outcome(p->message, r, &error);
-		goto out;
+		return 0;
 	}
 	if (!authorized) {
 		r = sd_bus_error_setf(&error, UPGRADE_ERROR_PERMISSION_DENIED,
@@ -95,16 +112,14 @@ static int polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret
 		                              : "Not authorized for action %s.",
 		                      UPGRADE_POLKIT_ACTION);
 		reply_outcome(p->message, r, &error);
-		goto out;
+		return 0;
 	}
 
 	r = sd_bus_message_rewind(p->message, true);
 	if (r >= 0)
 		r = p->cont(p->message, p->manager, &error);
 	reply_outcome(p->message, r, &error);
-out:
-	pending_auth_free(p);
-	return 0;
+	return 0; /* p is freed with the slot */
 }
 
 /*
@@ -115,6 +130,7 @@ out:
 static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_bus_error *error) {
 	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *q = NULL;
+	sd_bus_slot *slot = NULL;
 	PendingAuth *p;
 	const char *sender;
 	bool interactive;
@@ -163,11 +179,14 @@ static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_
 		            .message = sd_bus_message_ref(m),
 		            .cont = cont,
 		            .interactive = interactive };
-	r = sd_bus_call_async(mgr->bus, NULL, q, polkit_reply, p, POLKIT_TIMEOUT_USEC);
+	r = sd_bus_call_async(mgr->bus, &slot, q, polkit_reply, p, POLKIT_TIMEOUT_USEC);
 	if (r < 0) {
 		pending_auth_free(p);
 		return r;
 	}
+	r = slot_own(slot, p, pending_auth_free);
+	if (r < 0)
+		return r;
 	return 1;
 }
 
@@ -613,6 +632,15 @@ typedef struct KexecRequest {
 	char *id;
 } KexecRequest;
 
+static void kexec_request_free(void *userdata) {
+	KexecRequest *k = userdata;
+
+	if (!k)
+		return;
+	free(k->id);
+	free(k);
+}
+
 static int kexec_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
 	KexecRequest *k = userdata;
 	Update *u = context_find(k->manager->context, k->id);
@@ -622,14 +650,13 @@ static int kexec_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_
 		context_handoff_result(k->manager->context, u,
 		                       e ? -(sd_bus_error_get_errno(e) ?: EIO) : 0,
 		                       e ? (e->message ?: e->name) : NULL);
-	free(k->id);
-	free(k);
-	return 0;
+	return 0; /* k is freed with the slot */
 }
 
 /* The point of no return: hand the machine to systemd's kexec.target. */
 static int request_kexec(Context *c, Update *u, void *userdata) {
 	Manager *mgr = userdata;
+	sd_bus_slot *slot = NULL;
 	KexecRequest *k;
 	int r;
 
@@ -661,15 +688,15 @@ static int request_kexec(Context *c, Update *u, void *userdata) {
 		return -ENOMEM;
 	}
 	k->manager = mgr;
-	r = sd_bus_call_method_async(mgr->bus, NULL, "org.freedesktop.systemd1",
+	r = sd_bus_call_method_async(mgr->bus, &slot, "org.freedesktop.systemd1",
 	                             "/org/freedesktop/systemd1",
 	                             "org.freedesktop.systemd1.Manager", "StartUnit", kexec_reply,
 	                             k, "ss", "kexec.target", "replace-irreversibly");
 	if (r < 0) {
-		free(k->id);
-		free(k);
+		kexec_request_free(k);
+		return r;
 	}
-	return r;
+	return slot_own(slot, k, kexec_request_free);
 }
 
 int manager_bus_attach(Manager *mgr) {

@@ -53,13 +53,20 @@ int cmdline_validate(const char *s, sd_bus_error *error) {
 	if (!s)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
 		                         "Command line missing.");
-	if (strlen(s) > CMDLINE_MAX)
+	if (strlen(s) > (size_t)CMDLINE_MAX)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
 		                         "Command line is %zu bytes long, the maximum is %d.",
 		                         strlen(s), CMDLINE_MAX);
 	if (string_has_cc(s))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
 		                         "Command line contains control characters.");
+	/* The loader refuses the stamps key anywhere, and a reader on the next kernel
+	 * would take one inside a quoted value ("a b upgraded.stamps=...") for a word. */
+	if (strstr(s, PURGATORY_STAMPS_KEY) || strstr(s, "upgraded.panic="))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+		                         "Command line contains '%s' or 'upgraded.panic=': they "
+		                         "are set by upgraded itself, even inside a value.",
+		                         PURGATORY_STAMPS_KEY);
 	while (next_word(&p, &w, &n, &unbalanced)) {
 		if (word_has_prefix(w, n, CMDLINE_RESERVED_PREFIX))
 			return sd_bus_error_setf(

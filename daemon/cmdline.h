@@ -9,13 +9,19 @@
 
 #include <systemd/sd-bus.h>
 
-/* x86 COMMAND_LINE_SIZE is 2048 including the terminating NUL. */
-#define CMDLINE_MAX 2047
+#include "loader.h"
+
+/* x86 COMMAND_LINE_SIZE is 2048 including the terminating NUL, and the loader
+ * appends up to LOADER_CMDLINE_APPENDED_MAX bytes (the crash image's mark, the
+ * stamps field) to what the caller gave. */
+#define CMDLINE_MAX ((int)(2047 - LOADER_CMDLINE_APPENDED_MAX))
 
 #define CMDLINE_RESERVED_PREFIX "upgraded."
 
 /* Checks s: printable, not longer than CMDLINE_MAX, balanced quotes, no reserved
- * parameter. Sets a named InvalidCmdline error. */
+ * parameter, and none of the parameters the loader adds anywhere in it, not even
+ * inside a quoted value (the readers on the next kernel look for them as words).
+ * Sets a named InvalidCmdline error. */
 int cmdline_validate(const char *s, sd_bus_error *error);
 
 /* Copy of s (e.g. /proc/cmdline) without reserved parameters, BOOT_IMAGE= (it

@@ -333,6 +333,25 @@ static int finish(Context *c, Update *u, const char *result) {
 	return r;
 }
 
+/* The end of every failure: why (NULL: the error already recorded), the "failed"
+ * stamp, the persisted terminal state, the report. */
+static int context_mark_failed(Context *c, Update *u, const char *why) {
+	int r;
+
+	if (why) {
+		r = update_set_string(&u->error, why);
+		if (r < 0)
+			return r;
+	}
+	r = update_add_stamp(u, "failed", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
+	if (r < 0)
+		return r;
+	return finish(c, u, "failed");
+}
+
 /*
  * A commit that did not reach the new kernel: give everything back (rollback
  * steps: resume VMs), drop the loaded image, mark the update failed, report.
@@ -363,14 +382,7 @@ static int context_commit_fail(Context *c, Update *u, const char *reason) {
 		if (u->crash_image_loaded && c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0)
 			(void)c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
 	}
-
-	r = update_add_stamp(u, "failed", false, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
-	if (r < 0)
-		return r;
-	return finish(c, u, "failed");
+	return context_mark_failed(c, u, NULL);
 }
 
 /* On the new kernel: post-boot steps (restore VMs), then done and the report. */
@@ -395,16 +407,7 @@ static int context_complete(Context *c, Update *u) {
 		return r;
 	if (r < 0) {
 		/* The new kernel runs; what failed is giving back state: say so. */
-		r = update_set_string(&u->error, why ?: "a post-boot step failed");
-		if (r < 0)
-			return r;
-		r = update_add_stamp(u, "failed", false, c->boot_id);
-		if (r < 0)
-			return r;
-		r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
-		if (r < 0)
-			return r;
-		return finish(c, u, "failed");
+		return context_mark_failed(c, u, why ?: "a post-boot step failed");
 	}
 
 	r = update_add_stamp(u, "completed", false, c->boot_id);
@@ -415,6 +418,25 @@ static int context_complete(Context *c, Update *u) {
 		return r;
 	log_info("Update %s completed: now running %s.", u->id, c->running_kernel);
 	return finish(c, u, "done");
+}
+
+/* The crash image: always verified (never skip the check on the panic path).
+ * Stage and its recovery are the only places a crash image is requested, and
+ * these flags are constant: neither the policy nor the caller can make it fast.
+ * Best effort (the update goes on without one); returns what persisting the
+ * mark returned. */
+static int context_load_crash_image(Context *c, Update *u, KexecImage *img) {
+	int r;
+
+	img->flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
+	r = c->backend->load(c->root, img);
+	if (r < 0) {
+		log_warning_errno(r, "Failed to load the crash image of update %s, ignoring: %m",
+		                  u->id);
+		return 0;
+	}
+	u->crash_image_loaded = true;
+	return context_persist(c, u);
 }
 
 /* ---- loading and recovery ---- */
@@ -508,8 +530,9 @@ int context_load(Context *c) {
 	return 0;
 }
 
-/* A staged update found on start: after a reboot the kernel lost the image, so
- * load it again, but only if the files still hold what was validated. */
+/* A staged update found on start: after a reboot the kernel lost the images, and a
+ * daemon stopped during stage may not have loaded the crash image yet, so load
+ * what is missing, but only if the files still hold what was validated. */
 static int context_recover_staged(Context *c, Update *u) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
@@ -517,13 +540,18 @@ static int context_recover_staged(Context *c, Update *u) {
 		             .allowed = c->allowed_roots,
 		             .owner = c->image_owner };
 	_cleanup_free_ char *why = NULL;
+	bool need_kernel, need_crash;
 	KexecImage img;
 	int r;
 
 	/* A backend with a mode switch keeps the built image in the daemon: after a
 	 * restart it has none, so it builds and loads again even if the kernel still
-	 * holds the old copy. */
-	if (c->backend->is_loaded(c->root, 0) > 0 && !c->backend->set_mode)
+	 * holds the old copy. The crash image is ours only once the record says so. */
+	need_kernel = c->backend->is_loaded(c->root, 0) <= 0 || c->backend->set_mode;
+	need_crash =
+	        kexec_crash_reserved(c->root) &&
+	        (!u->crash_image_loaded || c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) <= 0);
+	if (!need_kernel && !need_crash)
 		return 0;
 
 	r = image_open(&rules, u->kernel.path, IMAGE_KERNEL, &k, &error);
@@ -541,7 +569,11 @@ static int context_recover_staged(Context *c, Update *u) {
 			            .initrd_path = u->initrd.path,
 			            .cmdline = u->cmdline,
 			            .flags = KEXEC_IMAGE_VERIFIED };
-		r = c->backend->load(c->root, &img);
+		r = need_kernel ? c->backend->load(c->root, &img) : 0;
+		if (r >= 0 && need_crash) {
+			u->crash_image_loaded = false;
+			return context_load_crash_image(c, u, &img);
+		}
 		if (r >= 0)
 			return 0;
 		if (asprintf(&why, "reloading the staged image failed: %s", strerror(-r)) < 0)
@@ -549,17 +581,7 @@ static int context_recover_staged(Context *c, Update *u) {
 	} else if (asprintf(&why, "staged files changed or vanished since staging: %s",
 	                    error.message ?: strerror(-r)) < 0)
 		return -ENOMEM;
-
-	r = update_set_string(&u->error, why);
-	if (r < 0)
-		return r;
-	r = update_add_stamp(u, "failed", false, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
-	if (r < 0)
-		return r;
-	return finish(c, u, "failed");
+	return context_mark_failed(c, u, why);
 }
 
 static int context_recover_one(Context *c, Update *u) {
@@ -681,6 +703,14 @@ static int read_proc_cmdline(Context *c, char **ret) {
 	return cmdline_strip_for_reuse(data, ret);
 }
 
+/* The test seam stopped stage right after a persisted step: keep the update in
+ * memory the way a restarted daemon would find it on disk. */
+static int context_keep_interrupted(Context *c, Update **u) {
+	if (context_add_update(c, *u) >= 0)
+		*u = NULL;
+	return -ECANCELED;
+}
+
 /* Who loaded the crash image we are about to replace. The kernel cannot say and
  * cannot give the image back; what we can tell is whether the system's kdump
  * service (kdump-tools) is installed, which is the usual owner. */
@@ -748,7 +778,9 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		return -ENOMEM;
 	u->kernel = (UpdateFile){ .path = TAKE_PTR(k.path),
 		                  .size = k.size,
-		                  .mtime_usec = k.mtime_usec };
+		                  .mtime_usec = k.mtime_usec,
+		                  .inode = k.inode,
+		                  .ctime_usec = k.ctime_usec };
 	memcpy(u->kernel.sha256, k.sha256, sizeof(k.sha256));
 	u->kernel_version = TAKE_PTR(k.version);
 	if (update_set_string(&u->kernel_version_source, k.version_source) < 0)
@@ -756,7 +788,9 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	if (i.path) {
 		u->initrd = (UpdateFile){ .path = TAKE_PTR(i.path),
 			                  .size = i.size,
-			                  .mtime_usec = i.mtime_usec };
+			                  .mtime_usec = i.mtime_usec,
+			                  .inode = i.inode,
+			                  .ctime_usec = i.ctime_usec };
 		memcpy(u->initrd.sha256, i.sha256, sizeof(i.sha256));
 	}
 	u->cmdline = TAKE_PTR(cmdline);
@@ -778,12 +812,8 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 
 	/* 3. Persist first: a crash after this finds a staged record and reloads. */
 	r = context_persist(c, u);
-	if (r == -ECANCELED) {
-		r = context_add_update(c, u);
-		if (r >= 0)
-			TAKE_PTR(u);
-		return -ECANCELED;
-	}
+	if (r == -ECANCELED)
+		return context_keep_interrupted(c, &u);
 	if (r < 0)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
 		                         "Cannot write the update record: %s.", strerror(-r));
@@ -814,28 +844,8 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	}
 	if (c->backend == &kexec_backend_loader)
 		u->verified_bytes = kexec_loader_verified_bytes();
-	/* The crash image: always verified (never skip the check on the panic path).
-	 * This is the only place a crash image is requested, and these flags are
-	 * constant: neither the policy nor the caller can make it fast. */
-	if (kexec_crash_reserved(c->root)) {
-		img.flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
-		r = c->backend->load(c->root, &img);
-		if (r < 0)
-			log_warning_errno(r,
-			                  "Failed to load the crash image of update %s, "
-			                  "ignoring: %m",
-			                  u->id);
-		else {
-			u->crash_image_loaded = true;
-			r = context_persist(c, u);
-			if (r == -ECANCELED) {
-				r = context_add_update(c, u);
-				if (r >= 0)
-					TAKE_PTR(u);
-				return -ECANCELED;
-			}
-		}
-	}
+	if (kexec_crash_reserved(c->root) && context_load_crash_image(c, u, &img) == -ECANCELED)
+		return context_keep_interrupted(c, &u);
 
 	r = context_add_update(c, u);
 	if (r < 0)

@@ -94,6 +94,10 @@ static int open_no_symlinks(const char *root, const char *path) {
 	return fd >= 0 ? fd : -errno;
 }
 
+static uint64_t timespec_usec(const struct timespec *ts) {
+	return (uint64_t)ts->tv_sec * 1000000 + (uint64_t)ts->tv_nsec / 1000;
+}
+
 int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
                sd_bus_error *error) {
 	_cleanup_(image_file_done) ImageFile f = { .fd = -EBADF };
@@ -187,7 +191,9 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 	r = digest_file(f.fd, f.sha256, &f.size);
 	if (r < 0)
 		return sd_bus_error_set_errno(error, r);
-	f.mtime_usec = (uint64_t)st.st_mtim.tv_sec * 1000000 + (uint64_t)st.st_mtim.tv_nsec / 1000;
+	f.mtime_usec = timespec_usec(&st.st_mtim);
+	f.ctime_usec = timespec_usec(&st.st_ctim);
+	f.inode = (uint64_t)st.st_ino;
 	f.path = strdup(path);
 	if (!f.path)
 		return sd_bus_error_set_errno(error, ENOMEM);
@@ -195,4 +201,18 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 	*ret = f;
 	f = (ImageFile){ .fd = -EBADF };
 	return 0;
+}
+
+bool image_unchanged(const char *root, const UpdateFile *f) {
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+
+	if (!f->path)
+		return true;
+	fd = open_no_symlinks(root, f->path);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	return (uint64_t)st.st_size == f->size && timespec_usec(&st.st_mtim) == f->mtime_usec &&
+	       (f->inode == 0 || (uint64_t)st.st_ino == f->inode) &&
+	       (f->ctime_usec == 0 || timespec_usec(&st.st_ctim) == f->ctime_usec);
 }

@@ -15,6 +15,7 @@
 
 #include "bzimage.h"
 #include "digest.h"
+#include "update.h"
 
 #define IMAGE_VERSION_MAX 64
 
@@ -28,6 +29,8 @@ typedef struct ImageFile {
 	int fd;     /* O_RDONLY|O_CLOEXEC, opened without following symlinks */
 	uint64_t size;
 	uint64_t mtime_usec;
+	uint64_t inode;
+	uint64_t ctime_usec;
 	char sha256[DIGEST_SHA256_HEX_SIZE];
 	char *version;              /* kernels only: "6.1.0-57-cloud-amd64" */
 	const char *version_source; /* "bzimage-header" or "file-name" */
@@ -44,6 +47,13 @@ void image_file_done(ImageFile *f);
 /* Validates path per rules and opens it. On success *ret is filled (caller owns it). */
 int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
                sd_bus_error *error);
+
+/* Whether f (below root) is still the file stage validated: looked at without
+ * following a symlink in any component, the same inode, size, mtime and ctime. A
+ * rename over it, a truncation or a rewrite in place (even with its mtime set back)
+ * shows; the content is not hashed again (the commit path reads no file). A file
+ * without a path (no initrd) is unchanged. */
+bool image_unchanged(const char *root, const UpdateFile *f);
 
 /* "vmlinuz-6.1.0-57-cloud-amd64" -> "6.1.0-57-cloud-amd64"; -ENODATA otherwise. */
 int image_version_from_file_name(const char *path, char **ret_version);

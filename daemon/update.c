@@ -192,6 +192,10 @@ static json_object *file_to_json(const UpdateFile *f) {
 	add_str(o, "path", f->path);
 	add_u64(o, "size", f->size);
 	add_u64(o, "mtime_usec", f->mtime_usec);
+	if (f->inode > 0)
+		add_u64(o, "inode", f->inode);
+	if (f->ctime_usec > 0)
+		add_u64(o, "ctime_usec", f->ctime_usec);
 	add_str(o, "sha256", f->sha256);
 	return o;
 }
@@ -295,6 +299,11 @@ static int file_from_json(json_object *o, const char *k, bool required, UpdateFi
 		r = get_u64(v, "size", &f->size);
 	if (r >= 0)
 		r = get_u64(v, "mtime_usec", &f->mtime_usec);
+	/* Optional: records written before they were kept have neither. */
+	if (r >= 0 && json_object_object_get_ex(v, "inode", NULL))
+		r = get_u64(v, "inode", &f->inode);
+	if (r >= 0 && json_object_object_get_ex(v, "ctime_usec", NULL))
+		r = get_u64(v, "ctime_usec", &f->ctime_usec);
 	if (r >= 0)
 		r = get_str(v, "sha256", true, &sha);
 	if (r < 0)

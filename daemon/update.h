@@ -50,6 +50,10 @@ typedef struct UpdateFile {
 	char *path;
 	uint64_t size;
 	uint64_t mtime_usec;
+	/* Which file it was at stage time: a rename over it changes the inode, a rewrite
+	 * the ctime (which, unlike the mtime, cannot be set back). 0: not recorded. */
+	uint64_t inode;
+	uint64_t ctime_usec;
 	char sha256[DIGEST_SHA256_HEX_SIZE];
 } UpdateFile;
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,38 @@ static int corrupt_then_load(const struct loader_image *img, void *userdata) {
 		corrupted = img; /* a mode switch loads it again: flip only once */
 	}
 	return loader_image_load(img);
+}
+#endif
+
+#ifdef UPGRADED_TEST_CRASH_POINTS
+/* The kill test (built into upgraded-test-crash-points only, never installed):
+ * every persisted step of the state machine is logged with its running number,
+ * and with UPGRADED_TEST_CRASH_AT=N the daemon kills itself with SIGKILL right
+ * after step N reached the disk, the way a power cut or the OOM killer would
+ * stop it. tests/integration/test-daemon-kill.sh enumerates the steps with it. */
+static unsigned crash_at;
+
+static int crash_point(Context *c, Update *u, unsigned step, void *userdata) {
+	log_info("Crash point %u: update %s %s/%s.", step, u->id, update_state_to_string(u->state),
+	         u->phase);
+	if (step == crash_at) {
+		log_info("Crash point %u: killing myself.", step);
+		raise(SIGKILL);
+	}
+	return 0;
+}
+
+static int crash_points_setup(Context *c) {
+	const char *e = getenv("UPGRADED_TEST_CRASH_AT");
+	unsigned long long v = 0;
+
+	if (e && (safe_atou64(e, &v) < 0 || v > UINT_MAX))
+		return log_error_errno(-EINVAL, "Invalid UPGRADED_TEST_CRASH_AT='%s'.", e);
+	crash_at = (unsigned)v;
+	c->persist_hook = crash_point;
+	log_warning("TEST BUILD: persisted steps are numbered%s.",
+	            crash_at > 0 ? "; SIGKILL after the one named by UPGRADED_TEST_CRASH_AT" : "");
+	return 0;
 }
 #endif
 
@@ -228,6 +261,7 @@ static int run(int argc, char *argv[]) {
 	_cleanup_(measure_freep) Measure *measure = NULL;
 	const KexecBackend *backend = NULL;
 	Manager mgr = {};
+	const char *unique;
 	Args a = {};
 	sigset_t ss;
 	int r;
@@ -254,6 +288,13 @@ static int run(int argc, char *argv[]) {
 	r = context_new(a.root, backend, &c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up: %m");
+#ifdef UPGRADED_TEST_CRASH_POINTS
+	if (!a.root || streq(a.root, "/"))
+		return log_error_errno(-EINVAL, "This test build needs --root=.");
+	r = crash_points_setup(c);
+	if (r < 0)
+		return r;
+#endif
 	{
 		PolicyErrors errs = {};
 		Policy *p = NULL;
@@ -317,6 +358,11 @@ static int run(int argc, char *argv[]) {
 	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
 
 	r = open_bus(a.bus_address, &bus);
+	if (r < 0)
+		return log_error_errno(r, "Failed to connect to the bus: %m");
+	/* Finish the handshake now: recovery below may take longer (VM restores on the
+	 * new kernel) than the bus lets a connection stay unauthenticated. */
+	r = sd_bus_get_unique_name(bus, &unique);
 	if (r < 0)
 		return log_error_errno(r, "Failed to connect to the bus: %m");
 

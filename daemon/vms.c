@@ -14,6 +14,7 @@
 #include <libxml/tree.h>
 
 #include "fileio.h"
+#include "image.h"
 #include "measure.h"
 #include "log.h"
 #include "path-util.h"
@@ -132,20 +133,6 @@ static int free_bytes(const char *root, const char *dir, uint64_t *ret) {
 			return -ENOENT;
 		*slash = '\0';
 	}
-}
-
-/* Cheap re-check that the staged files are what was hashed: size and mtime. */
-static bool file_unchanged(const Context *c, const UpdateFile *f) {
-	_cleanup_free_ char *p = NULL;
-	struct stat st;
-
-	if (!f->path)
-		return true;
-	if (path_prefix_root(c->root, f->path, &p) < 0 || stat(p, &st) < 0)
-		return false;
-	return (uint64_t)st.st_size == f->size &&
-	       (uint64_t)st.st_mtim.tv_sec * 1000000ULL + (uint64_t)st.st_mtim.tv_nsec / 1000 ==
-	               f->mtime_usec;
 }
 
 /* Appends "; <formatted>" (or just <formatted> to an empty text). */
@@ -328,7 +315,8 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 	facts.have_free_space =
 	        free_bytes(c->root, p->checkpoint_dir, &facts.checkpoint_free_bytes) >= 0;
 	facts.kernel_loaded = c->backend->is_loaded(c->root, 0) > 0;
-	facts.staged_unchanged = file_unchanged(c, &u->kernel) && file_unchanged(c, &u->initrd);
+	facts.staged_unchanged =
+	        image_unchanged(c->root, &u->kernel) && image_unchanged(c->root, &u->initrd);
 	now = time(NULL);
 	facts.have_time = localtime_r(&now, &facts.now) != NULL;
 	r = policy_check_commit(p, &facts, &verdict);

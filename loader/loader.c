@@ -30,7 +30,6 @@
 #define LOADER_INITRD_MAX_SIZE  (2ULL << 30)
 #define MEMMAP_MAX_RANGES       1024
 #define IOMEM_CRASH_KERNEL      "Crash kernel"
-#define PANIC_CMDLINE_MARK      "reset_devices upgraded.panic=1"
 #define E820_TYPE_SOFT_RESERVED 0xefffffff
 
 extern const unsigned char purgatory_blob[];
@@ -500,7 +499,7 @@ static int build_cmdline(const struct loader_options *o, const struct bzimage_in
 		return -EINVAL;
 	}
 	n = asprintf(&s, "%s%s%s%s%s", user, *user ? " " : "",
-	             o->panic ? PANIC_CMDLINE_MARK " " : "", PURGATORY_STAMPS_KEY,
+	             o->panic ? LOADER_PANIC_CMDLINE_MARK " " : "", PURGATORY_STAMPS_KEY,
 	             PURGATORY_STAMPS_TEMPLATE);
 	if (n < 0)
 		return -ENOMEM;

@@ -25,6 +25,15 @@
 #include "purgatory-abi.h"
 #include "sha256.h"
 
+/* The panic image's command line carries this mark before purgatory's stamps. */
+#define LOADER_PANIC_CMDLINE_MARK "reset_devices upgraded.panic=1"
+/* The most the loader appends to a caller's command line (" " mark " " and the
+ * stamps key with its field): a caller's line must leave this much room below the
+ * kernel's cmdline_size. */
+#define LOADER_CMDLINE_APPENDED_MAX                                           \
+	(sizeof(" " LOADER_PANIC_CMDLINE_MARK " " PURGATORY_STAMPS_KEY) - 1 + \
+	 PURGATORY_STAMPS_FIELD_LEN)
+
 /* Why kexec_load cannot be used here; the backend then uses kexec_file_load. */
 typedef enum LoaderUnusable {
 	LOADER_USABLE,

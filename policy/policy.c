@@ -610,9 +610,10 @@ int policy_check_commit(const Policy *p, const CommitFacts *facts, PolicyVerdict
 		            "The staged kernel is no longer loaded (kexec_loaded is 0)") < 0)
 			goto oom;
 		if (!facts->staged_unchanged &&
-		    policy_reasons_add(&v.reasons, "staged-changed", POLICY_REASON_BLOCKING,
-		                       "The staged files no longer match the digests recorded at "
-		                       "stage time") < 0)
+		    policy_reasons_add(
+		            &v.reasons, "staged-changed", POLICY_REASON_BLOCKING,
+		            "The staged files were replaced, truncated or rewritten since "
+		            "stage time") < 0)
 			goto oom;
 	}
 

@@ -303,7 +303,7 @@ typedef struct CommitFacts {
 	uint64_t checkpoint_free_bytes; /* free bytes on the file system of CheckpointDir */
 	bool staged;                    /* an update is staged */
 	bool kernel_loaded;             /* /sys/kernel/kexec_loaded is 1 */
-	bool staged_unchanged;          /* staged files still match the recorded digests */
+	bool staged_unchanged; /* the staged files are those stage validated (same inode, size, mtime, ctime) */
 	bool have_time;
 	struct tm now; /* local time (tm_wday, tm_hour, tm_min are used) */
 } CommitFacts;

@@ -201,6 +201,74 @@ static void test_image_open_rejects_bad_headers(void **state) {
 	assert_true(image_version_is_valid("6.1.0-57-cloud-amd64"));
 }
 
+/* Stages f's file (image_open) into an UpdateFile the way context_stage() records it. */
+static void stage_file(Fixture *f, const char *path, UpdateFile *ret) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(image_file_done) ImageFile img = { .fd = -EBADF };
+
+	assert_int_equal(image_open(&f->rules, path, IMAGE_KERNEL, &img, &e), 0);
+	*ret = (UpdateFile){ .path = strdup(path),
+		             .size = img.size,
+		             .mtime_usec = img.mtime_usec,
+		             .inode = img.inode,
+		             .ctime_usec = img.ctime_usec };
+	assert_true(img.inode > 0 && img.ctime_usec > 0);
+}
+
+static void test_image_unchanged_sees_replace_truncate_rewrite(void **state) {
+	_cleanup_free_ char *p = NULL, *tmp = NULL, *data = NULL;
+	Fixture *f = *state;
+	UpdateFile u = {}, none = {};
+	struct stat st;
+	size_t size;
+	int fd;
+
+	assert_true(image_unchanged(f->root, &none)); /* no initrd */
+	assert_int_equal(test_write_bzimage(f->root, "/boot/vmlinuz-x", "6.1", BZ_OK, 0644), 0);
+	assert_true(asprintf(&p, "%s/boot/vmlinuz-x", f->root) > 0);
+	assert_true(asprintf(&tmp, "%s/boot/vmlinuz-x.new", f->root) > 0);
+	assert_int_equal(read_file_full(p, 1 << 20, &data, &size), 0);
+
+	/* 1. Renamed over by a copy with the same bytes and the same mtime. */
+	stage_file(f, "/boot/vmlinuz-x", &u);
+	assert_true(image_unchanged(f->root, &u));
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(write_file_atomic(tmp, data, size, 0644), 0);
+	assert_int_equal(utimensat(AT_FDCWD, tmp, (struct timespec[]){ st.st_atim, st.st_mtim }, 0),
+	                 0);
+	assert_int_equal(rename(tmp, p), 0);
+	assert_false(image_unchanged(f->root, &u));
+	free(u.path);
+
+	/* 2. Truncated. */
+	stage_file(f, "/boot/vmlinuz-x", &u);
+	assert_int_equal(truncate(p, (off_t)size - 1), 0);
+	assert_false(image_unchanged(f->root, &u));
+	free(u.path);
+
+	/* 3. Rewritten in place, same size, the mtime set back: only the ctime tells. */
+	assert_int_equal(truncate(p, (off_t)size), 0);
+	stage_file(f, "/boot/vmlinuz-x", &u);
+	assert_int_equal(stat(p, &st), 0);
+	usleep(10000);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "X", 1, (off_t)size - 1), 1);
+	close(fd);
+	assert_int_equal(utimensat(AT_FDCWD, p, (struct timespec[]){ st.st_atim, st.st_mtim }, 0),
+	                 0);
+	assert_false(image_unchanged(f->root, &u));
+	free(u.path);
+
+	/* 4. Replaced by a symlink to an identical file. */
+	assert_int_equal(write_file_atomic(p, data, size, 0644), 0);
+	stage_file(f, "/boot/vmlinuz-x", &u);
+	assert_int_equal(rename(p, tmp), 0);
+	assert_int_equal(symlink("vmlinuz-x.new", p), 0);
+	assert_false(image_unchanged(f->root, &u));
+	free(u.path);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_image_open_accepts_valid_kernel, setup,
@@ -215,6 +283,8 @@ int main(void) {
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_image_open_rejects_non_bzimages, setup,
 		                                teardown),
+		cmocka_unit_test_setup_teardown(test_image_unchanged_sees_replace_truncate_rewrite,
+		                                setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_open_rejects_bad_headers, setup,
 		                                teardown),
 	};

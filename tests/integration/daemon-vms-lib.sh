@@ -21,7 +21,6 @@ done
 T=$(mktemp -d /tmp/upgraded-vms.XXXXXX)
 ROOT=$T/root
 DBUS_PID= DAEMON_PID=
-failures=0 n=0
 vms_cleanup() {
         for pid in $DAEMON_PID $DBUS_PID; do
                 kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
@@ -31,17 +30,6 @@ vms_cleanup() {
 }
 trap vms_cleanup EXIT
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-V() { virsh -q -c "$URI" "$@"; }
-counter() { # counter DOMAIN -> the guest's tick count
-        local out
-        out=$(V qemu-monitor-command --hmp "$1" "xp /1wx $COUNTER_ADDR" 2>/dev/null |
-                sed -n 's/.*: *0x\([0-9a-fA-F]*\).*/\1/p')
-        [ -n "$out" ] && echo $((16#$out)) || echo -1
-}
-wait_counter() { # wait_counter DOMAIN MIN
-        for _ in $(seq 150); do [ "$(counter "$1")" -ge "$2" ] && return 0; sleep 0.1; done
-        return 1
-}
 # Both guests running, each counter continued from its value before (a fresh boot starts
 # from 0) within SLACK ticks, and still counting: continued BEFORE_A BEFORE_B SLACK
 continued() {
@@ -75,17 +63,7 @@ vms_setup() {
         printf '%s' "${UPGRADED_CONF:-}" >"$ROOT/etc/upgraded/upgraded.conf"
         start_bus "$BUS_CONF_IN" "$POLICY"
 
-        for vm in vm-a vm-b; do
-                cp "$COUNTER" "$T/$vm.img"
-                cat >"$T/$vm.xml" <<XML
-<domain type='qemu'><name>$vm</name><memory unit='MiB'>16</memory><vcpu>1</vcpu>
-<os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
-<on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
-<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
-<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$T/$vm.img'/><target dev='hda' bus='ide'/></disk>
-<controller type='usb' model='none'/><memballoon model='none'/></devices></domain>
-XML
-                V define "$T/$vm.xml" >/dev/null && V start "$vm" >/dev/null
-        done
+        define_guest vm-a
+        define_guest vm-b
         check "both guests count" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR; wait_counter vm-a 40 && wait_counter vm-b 40"
 }

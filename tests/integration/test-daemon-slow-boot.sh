@@ -51,7 +51,7 @@ python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-$NEW" "$NEW"
 chmod 0644 "$ROOT/boot/vmlinuz-$NEW"
 echo "root=/dev/vda1 ro console=ttyS0" >"$ROOT/proc/cmdline"
 
-start_bus "$BUS_CONF_IN" "$POLICY" '<limit name="auth_timeout">1000</limit>'
+start_bus "$BUS_CONF_IN" "$POLICY" -e 's|</busconfig>|<limit name="auth_timeout">1000</limit></busconfig>|'
 
 DAEMON_ARGS=(--backend=record --kexec-trigger=record)
 DAEMON_START_TIMEOUT=30

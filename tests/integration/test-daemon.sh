@@ -7,6 +7,11 @@
 # has no kexec and must never reboot); the default kexec_file backend is
 # checked for its named KexecUnavailable error.
 #
+# Every daemon start must end with exit 0 on SIGTERM. With UPGRADED_TEST_VALGRIND=SUPP each
+# runs under valgrind's memcheck, and an error or a definite leak fails that exit (the
+# meson test daemon-bus-valgrind); in an ASan+UBSan build a sanitizer report in its log fails
+# it (tools/check, stage asan-integration).
+#
 # usage: test-daemon.sh UPGRADED UPGRADECTL BUS_CONF_IN POLICY_CONF MAKE_BZIMAGE VALIDATE SCHEMA
 set -uo pipefail
 
@@ -24,12 +29,20 @@ done
 
 T=$(mktemp -d /tmp/upgraded-it.XXXXXX)
 chmod 755 "$T"
+WRAPPER= daemon_stops=0
+if [ -n "${UPGRADED_TEST_VALGRIND:-}" ]; then # the suppressions file
+        command -v valgrind >/dev/null || { echo "SKIP: valgrind missing"; exit 77; }
+        WRAPPER="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=$UPGRADED_TEST_VALGRIND --log-file=$T/valgrind-%p.log"
+        # The daemon runs the commit steps in its event loop, some 30 times slower here:
+        # the CLI's and busctl's calls wait longer than the usual 25 s.
+        export SYSTEMD_BUS_TIMEOUT=300s
+fi
 ROOT=$T/root
 DBUS_PID= DAEMON_PID= MON_PID= POLKIT_PID=
 POLKIT_ACTION_FILE=/usr/share/polkit-1/actions/org.upgraded.Upgrade1.policy
 POLKIT_RULES_FILE=/etc/polkit-1/rules.d/50-upgraded-integration-test.rules
-created_action=
-failures=0 n=0
+created_action= created_user=
+. "$(dirname "$0")/lib.sh"
 
 cleanup() {
         for pid in $MON_PID $DAEMON_PID $POLKIT_PID $DBUS_PID; do
@@ -37,14 +50,14 @@ cleanup() {
         done
         rm -f "$POLKIT_RULES_FILE"
         [ -n "$created_action" ] && rm -f "$POLKIT_ACTION_FILE"
+        [ -n "$created_user" ] && userdel "$TEST_USER"
         if [ "$failures" -ne 0 ]; then
                 echo "--- daemon log"; cat "$T"/daemon*.log 2>/dev/null
+                echo "--- valgrind"; cat "$T"/valgrind-*.log 2>/dev/null
         fi
         rm -rf "$T"
 }
 trap cleanup EXIT
-
-. "$(dirname "$0")/lib.sh"
 
 # expect_fail DESCRIPTION EXIT_CODE ERROR_NAME COMMAND...: the command fails with
 # exactly that exit code and names the error on stderr.
@@ -87,18 +100,45 @@ python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-trunc" 6.1 --truncate && chmod 0644 
 echo "not a kernel" >"$ROOT/boot/notes.txt" && chmod 0644 "$ROOT/boot/notes.txt"
 ln -s "vmlinuz-$NEW" "$ROOT/boot/vmlinuz"
 cp "$ROOT$KERNEL" "$ROOT/boot/vmlinuz-user" && chmod 0644 "$ROOT/boot/vmlinuz-user"
-id "$TEST_USER" >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin "$TEST_USER"
+if ! id "$TEST_USER" >/dev/null 2>&1; then
+        useradd -r -M -s /usr/sbin/nologin "$TEST_USER" && created_user=1
+fi
 chown "$TEST_USER" "$ROOT/boot/vmlinuz-user"
 
 # polkitd (as user polkitd) may own its name on this bus; everyone may ask it.
-start_bus "$BUS_CONF_IN" "$POLICY" '<policy user="polkitd"><allow own="org.freedesktop.PolicyKit1"/></policy><policy context="default"><allow send_destination="org.freedesktop.PolicyKit1"/></policy>'
+start_bus "$BUS_CONF_IN" "$POLICY" \
+        -e 's|</busconfig>|<policy user="polkitd"><allow own="org.freedesktop.PolicyKit1"/></policy><policy context="default"><allow send_destination="org.freedesktop.PolicyKit1"/></policy></busconfig>|'
 ADDR=$DBUS_SYSTEM_BUS_ADDRESS
 BUSCTL=(busctl --address="$ADDR")
 OBJ=(org.upgraded.Upgrade1 /org/upgraded/Upgrade1 org.upgraded.Upgrade1.Manager)
 
-# start_daemon (lib.sh): libvirt's test driver, an in-process host with one running
-# 8 GiB domain "test", fresh at every daemon start.
-DAEMON_ARGS=(--libvirt-uri=test:///default)
+start_daemon() { # start_daemon LOGNAME ARGS...
+        local log=$1
+        shift
+        # libvirt's test driver: an in-process host with one running 8 GiB domain "test",
+        # fresh at every daemon start.
+        $WRAPPER "$UPGRADED" --root="$ROOT" --libvirt-uri=test:///default "$@" >"$T/daemon-$log.log" 2>&1 &
+        DAEMON_PID=$!
+        DAEMON_LOG=$T/daemon-$log.log
+        wait_for_daemon
+}
+# stop_daemon: SIGTERM; the daemon must exit 0 (under valgrind or the sanitizers: with no
+# error and no definite leak reported).
+stop_daemon() {
+        local rc
+        [ -n "$DAEMON_PID" ] || return 0
+        kill "$DAEMON_PID"
+        wait "$DAEMON_PID"
+        rc=$?
+        DAEMON_PID=
+        [ "$rc" -eq 0 ] || { not_ok "the daemon exits cleanly on SIGTERM (exit $rc, $DAEMON_LOG)"; return 1; }
+        # UBSan reports and goes on unless told to halt: its report fails the run too.
+        if grep -qE 'runtime error:|ERROR: (AddressSanitizer|LeakSanitizer)' "$DAEMON_LOG"; then
+                not_ok "no sanitizer report from the daemon ($DAEMON_LOG)"
+                return 1
+        fi
+        daemon_stops=$((daemon_stops + 1))
+}
 describe() { "$CTL" describe --json; }
 as_user() { setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --clear-groups -- "$@"; }
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d'+sys.argv[1]))" "$1"; }
@@ -164,6 +204,37 @@ expect_fail "missing initrd -> InvalidPath" 3 InvalidPath "$CTL" stage "$KERNEL"
 expect_fail "smuggled stamps -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline="quiet upgraded.stamps=1"
 expect_fail "control character -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline=$'a\x01b'
 expect_fail "too long -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline="$(head -c 3000 /dev/zero | tr '\0' a)"
+# More paths, each refused with its named error before anything is read; a FIFO neither
+# blocks the daemon nor is read (it is opened non-blocking and judged by fstat).
+mkdir -p "$ROOT/boot/dir" "$ROOT/boot/real"
+cp -p "$ROOT$KERNEL" "$ROOT/boot/real/vmlinuz-$NEW"
+ln -s real "$ROOT/boot/sub"
+cp -p "$ROOT$KERNEL" "$ROOT/boot/vmlinuz-gw" && chmod 0664 "$ROOT/boot/vmlinuz-gw"
+mkfifo -m 0644 "$ROOT/boot/fifo"
+mknod -m 0644 "$ROOT/boot/null" c 1 3
+ln -s "initrd.img-$NEW" "$ROOT/boot/initrd.img"
+expect_fail "symlinked directory on the way -> InvalidPath" 3 "contains a symbolic link" "$CTL" stage "/boot/sub/vmlinuz-$NEW"
+expect_fail "group-writable -> UnsafeFile" 3 UnsafeFile "$CTL" stage /boot/vmlinuz-gw
+expect_fail "FIFO -> InvalidPath, without blocking" 3 "not a regular file" timeout 20 "$CTL" stage /boot/fifo
+expect_fail "character device -> InvalidPath" 3 InvalidPath "$CTL" stage /boot/null
+expect_fail "directory -> InvalidPath" 3 "not a regular file" "$CTL" stage /boot/dir
+expect_fail "an allowed directory itself -> InvalidPath" 3 "not a regular file" "$CTL" stage /boot
+expect_fail "symlinked initrd -> InvalidPath" 3 "contains a symbolic link" "$CTL" stage "$KERNEL" --initrd=/boot/initrd.img
+expect_fail "FIFO as initrd -> InvalidPath" 3 "not a regular file" timeout 20 "$CTL" stage "$KERNEL" --initrd=/boot/fifo
+for p in /boot/../etc/passwd "/boot/./vmlinuz-$NEW" "//boot/vmlinuz-$NEW" "/boot/vmlinuz-$NEW/" \
+        /var/lib/upgraded/images/../../../../etc/shadow "/boot/real/../vmlinuz-$NEW" /boot/..; do
+        expect_fail "'$p' -> InvalidPath (not normalized)" 3 "is not normalized" "$CTL" stage "$p"
+done
+expect_fail "a sibling sharing the prefix (/bootx) -> NotAllowedPath" 3 NotAllowedPath "$CTL" stage /bootx/vmlinuz
+expect_fail "the state directory -> NotAllowedPath" 3 NotAllowedPath "$CTL" stage /var/lib/upgraded/updates/x.json
+expect_fail "smuggled panic mark -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline="quiet upgraded.panic=1"
+expect_fail "stamps inside a quoted value -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline='foo="a upgraded.stamps=0" quiet'
+expect_fail "quoted stamps word -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline='quiet "upgraded.stamps=1"'
+expect_fail "newline -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline=$'root=/dev/vda1\nquiet'
+expect_fail "DEL -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline=$'quiet\x7f'
+expect_fail "unbalanced quote -> InvalidCmdline" 3 InvalidCmdline "$CTL" stage "$KERNEL" --cmdline='foo="bar'
+# 2047 bytes minus what the loader appends (crash mark, stamps field): 1945.
+expect_fail "1946 bytes -> InvalidCmdline naming the maximum" 3 "maximum is 1945" "$CTL" stage "$KERNEL" --cmdline="$(head -c 1946 /dev/zero | tr '\0' a)"
 # busctl prints only the message; the error name is checked in the monitor log below.
 expect_fail "unknown option is refused" 1 "Unknown option 'bogus'" "${BUSCTL[@]}" call "${OBJ[@]}" Stage 'sssa{sv}' "$KERNEL" "" "" 1 bogus b true
 expect_fail "commit with nothing staged -> NoSuchUpdate" 5 NoSuchUpdate "$CTL" commit
@@ -175,9 +246,12 @@ check "no kexec request was recorded" test ! -e "$ROOT/run/upgraded/kexec-record
 
 # ---- authorization: read-only open, mutating refused without root/polkit ----
 check "non-root may Describe" bash -c "$(declare -f as_user); TEST_USER=$TEST_USER; as_user '$CTL' describe --json >/dev/null"
-expect_fail "non-root stage -> PermissionDenied naming the action" 4 "org.upgraded.Upgrade1.manage" as_user "$CTL" --no-ask-password stage "$KERNEL"
-expect_fail "non-root commit -> PermissionDenied" 4 PermissionDenied as_user "$CTL" commit
-expect_fail "non-root cancel -> PermissionDenied" 4 PermissionDenied as_user "$CTL" cancel
+check "non-root may ListUpdates" as_user "$CTL" list
+check "non-root may read properties" test "$(as_user "${BUSCTL[@]}" get-property "${OBJ[@]}" State)" = 's "idle"'
+DENIED="org.upgraded.Upgrade1.manage.*PermissionDenied"
+expect_fail "non-root stage -> PermissionDenied naming the action" 4 "$DENIED" as_user "$CTL" --no-ask-password stage "$KERNEL"
+expect_fail "non-root commit -> PermissionDenied naming the action" 4 "$DENIED" as_user "$CTL" commit
+expect_fail "non-root cancel -> PermissionDenied naming the action" 4 "$DENIED" as_user "$CTL" cancel
 check "nothing changed after refusals" test "$(describe)" = "$D0"
 
 # ---- stage, cancel ----
@@ -217,11 +291,60 @@ check "the refused commit changed nothing" test "$(describe)" = "$D1"
 check "status names the staged update" bash -c "'$CTL' status | grep -q 'Update $ID'"
 expect_fail "restore-vm of an unknown VM -> NoSuchVM" 5 NoSuchVM "$CTL" restore-vm nope
 expect_fail "restore-vm of a running VM -> VMRunning" 6 VMRunning "$CTL" restore-vm test
-expect_fail "non-root restore-vm -> PermissionDenied" 4 PermissionDenied as_user "$CTL" restore-vm test
+expect_fail "non-root restore-vm -> PermissionDenied naming the action" 4 "$DENIED" as_user "$CTL" restore-vm test
+check "non-root may plan the commit (dry run)" bash -c "$(declare -f as_user); TEST_USER=$TEST_USER; as_user '$CTL' commit --dry-run --json >/dev/null; [ \$? -eq 9 ]"
 check "cancel the refused update" "$CTL" cancel "$ID"
 stop_daemon
 rm "$ROOT/etc/upgraded/upgraded.conf"
+
+# ---- [Paths] AllowedRoots= replaces the default directories (an empty one clears them) ----
+mkdir -p "$ROOT/srv/kernels" && cp -p "$ROOT$KERNEL" "$ROOT/srv/kernels/vmlinuz-$NEW"
+printf '[Paths]\nAllowedRoots=\nAllowedRoots=/srv/kernels\n' >"$ROOT/etc/upgraded/upgraded.conf"
+check "daemon with AllowedRoots=/srv/kernels" start_daemon roots --backend=record --kexec-trigger=record
+check "Describe lists the configured root only" test "$(describe | json_get "['AllowedRoots']")" = "['/srv/kernels']"
+expect_fail "/boot is no longer allowed -> NotAllowedPath" 3 NotAllowedPath "$CTL" stage "$KERNEL"
+ID=$("$CTL" stage "/srv/kernels/vmlinuz-$NEW")
+check "a kernel below the configured root stages" grep -qE '^[0-9a-f]{16}$' <<<"$ID"
+check "and cancels" "$CTL" cancel "$ID"
+stop_daemon
+rm "$ROOT/etc/upgraded/upgraded.conf"
 check "daemon back without the limit" start_daemon record2 --backend=record --kexec-trigger=record
+
+# ---- the staged kernel changed between stage and commit: refused, nothing changes ----
+# What commit checks: the file at the staged path (no symlink anywhere) is the inode that
+# was hashed, with its size, mtime and ctime. A rewrite that sets the mtime back still
+# moves the ctime. (What boots is what stage read: the commit path reads no file.)
+cp -p "$ROOT$KERNEL" "$T/kernel.orig"
+staged_change() { # staged_change NAME COMMAND...: stage, change the file, commit refused
+        local what=$1 id rec before
+        shift
+        id=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW")
+        rec=$ROOT/var/lib/upgraded/updates/$id.json
+        before=$(describe; sha256sum "$rec" "$ROOT/run/upgraded/kexec-record.json")
+        "$@"
+        expect_fail "$what between stage and commit -> PolicyRefused staged-changed" 9 \
+                "replaced, truncated or rewritten since stage time" "$CTL" commit
+        expect_fail "$what: the dry run says so too" 9 "staged-changed" bash -c "'$CTL' commit --dry-run 1>&2"
+        check "$what: nothing changed (Describe, record, no kexec request)" \
+                test "$(describe; sha256sum "$rec" "$ROOT/run/upgraded/kexec-record.json")" = "$before"
+        check "$what: still staged, cancel works" "$CTL" cancel "$id"
+        rm -f "$ROOT$KERNEL" "$ROOT$KERNEL.real" && cp -p "$T/kernel.orig" "$ROOT$KERNEL"
+}
+renamed_over() { cp -p "$ROOT$KERNEL" "$ROOT$KERNEL.new" && mv "$ROOT$KERNEL.new" "$ROOT$KERNEL"; }
+truncated() { truncate -s -1 "$ROOT$KERNEL"; }
+rewritten() { # same size, one byte changed, the mtime set back
+        local mtime
+        mtime=$(stat -c %y "$ROOT$KERNEL")
+        sleep 0.01
+        printf 'X' | dd of="$ROOT$KERNEL" bs=1 seek=$(($(stat -c %s "$ROOT$KERNEL") - 1)) conv=notrunc status=none
+        touch -d "$mtime" "$ROOT$KERNEL"
+}
+symlinked() { mv "$ROOT$KERNEL" "$ROOT$KERNEL.real" && ln -s "vmlinuz-$NEW.real" "$ROOT$KERNEL"; }
+staged_change "renamed over by an identical copy" renamed_over
+staged_change "truncated" truncated
+staged_change "rewritten in place, mtime set back" rewritten
+check "the rewrite kept size and mtime (only the ctime tells)" test "$(stat -c %s-%Y "$ROOT$KERNEL")" = "$(stat -c %s-%Y "$T/kernel.orig")"
+staged_change "replaced by a symlink to the same bytes" symlinked
 
 # ---- commit through the point of no return (recorded), then "the new kernel" ----
 ID=$("$CTL" stage "$KERNEL" --initrd="/boot/initrd.img-$NEW" --cmdline="root=/dev/vda1 ro")
@@ -279,7 +402,7 @@ check "commit --wait exits 1 when systemd is unreachable" test $? -eq 1
 check "update failed with the reason" bash -c "'$CTL' show '$ID2' -p Error --value | grep -q 'kexec reboot'"
 check "image unloaded after the rollback" bash -c "python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"loaded\"])' '$ROOT/run/upgraded/kexec-record.json'"
 check "failure report validates" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID2.json"
-check "list shows four updates" test "$("$CTL" list --json | json_get '.__len__()')" = 4
+check "list shows the nine updates staged so far" test "$("$CTL" list --json | json_get '.__len__()')" = 9
 stop_daemon
 
 # ---- a real polkit: a rule grants the test user the action, nobody else ----
@@ -306,7 +429,16 @@ RULES
                 setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" --no-ask-password stage "$KERNEL"
         expect_fail "polkit: nobody, no agent -> PermissionDenied" 4 "Not authorized" \
                 setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTL" stage "$KERNEL"
+        ID4=$("$CTL" stage "$KERNEL")
+        D1=$(describe)
+        as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+        expect_fail "polkit: nobody commit -> PermissionDenied naming the action" 4 "Not authorized for action org.upgraded.Upgrade1.manage" as_nobody "$CTL" commit "$ID4"
+        expect_fail "polkit: nobody cancel -> PermissionDenied naming the action" 4 "Not authorized for action org.upgraded.Upgrade1.manage" as_nobody "$CTL" cancel "$ID4"
+        expect_fail "polkit: nobody restore-vm -> PermissionDenied naming the action" 4 "Not authorized for action org.upgraded.Upgrade1.manage" as_nobody "$CTL" restore-vm test
+        check "polkit: nobody reads Describe, ListUpdates, the update's properties and the last report" \
+                bash -c "$(declare -f as_nobody); as_nobody '$CTL' describe --json >/dev/null && as_nobody '$CTL' list >/dev/null && [ \"\$(as_nobody '$CTL' show '$ID4' -p State --value)\" = staged ] && as_nobody '$CTL' report --json >/dev/null"
         check "polkit: refusals changed nothing" test "$(describe)" = "$D1"
+        "$CTL" cancel "$ID4"
         ID3=$(as_user "$CTL" --no-ask-password stage "$KERNEL")
         check "polkit: authorized user stages" grep -qE '^[0-9a-f]{16}$' <<<"$ID3"
         check "polkit: authorized user cancels" as_user "$CTL" --no-ask-password cancel "$ID3"
@@ -328,5 +460,6 @@ reports=("$ROOT"/var/lib/upgraded/reports/*.json)
 check "all ${#reports[@]} reports on disk validate against the schema" \
         bash -c '[ -e "$3" ] && exec python3 "$1" "$2" "${@:3}"' _ "$VALIDATE" "$SCHEMA" "${reports[@]}"
 
+echo "# daemon starts that exited cleanly${WRAPPER:+ under valgrind}: $daemon_stops"
 echo "1..$n"
 [ "$failures" -eq 0 ] || { echo "$failures of $n checks failed"; exit 1; }
