@@ -375,6 +375,13 @@ static void test_measure_report_without_measurement(void **state) {
 	assert_true(captured_has("PRIORITY=3"));
 	strv_free(captured);
 	captured = NULL;
+	/* What purgatory hashes: the staged files, nothing in fast mode. */
+	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "bytes")), 1);
+	json_object_put(o);
+	assert_int_equal(update_set_string(&u->handoff, "fast"), 0);
+	assert_int_equal(report_build(u, false, &o), 0);
+	validate(w->root, o);
+	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "bytes")), 0);
 	json_object_put(o);
 }
 
