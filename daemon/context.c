@@ -12,6 +12,7 @@
 #include "cmdline.h"
 #include "context.h"
 #include "fileio.h"
+#include "health.h"
 #include "image.h"
 #include "kexec-loader.h"
 #include "log.h"
@@ -892,6 +893,8 @@ static void gather_handoff_facts(Context *c, HandoffFacts *f) {
 			closedir(d);
 		}
 	}
+	/* Machine checks and EDAC memory errors since boot, where the kernel counts them. */
+	health_gather(c->root, f);
 	if (path_prefix_root(c->root, "/proc/sys/kernel/tainted", &path) >= 0 &&
 	    read_file_full(path, 64, &data, NULL) >= 0 &&
 	    safe_atou64(strstrip(data), &taint) >= 0) {

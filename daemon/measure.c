@@ -696,7 +696,14 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 			json_object_object_add(purg, "verify_estimated",
 			                       json_object_new_boolean(!tb.stamps_trusted));
 			json_object_object_add(purg, "reason", NULL);
-		} else
+		} else if (u->booted_kernel && !streq_ptr(u->booted_kernel, u->kernel_version))
+			/* Purgatory refused the image (and reset) or the handoff never
+			 * reached it: the kernel running now was not started by it. */
+			add_missing(
+			        missing, "purgatory_verify",
+			        "the staged kernel did not boot (running %s): nothing was stamped",
+			        u->booted_kernel);
+		else
 			add_missing(
 			        missing, "purgatory_verify", "%s",
 			        in.stamps.entry || in.stamps.verified

@@ -136,8 +136,12 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	json_object_object_add(o, "purgatory", h = json_object_new_object());
 	add_str(h, "mode", u->handoff);
 	add_str(h, "impl", streq_ptr(u->backend, "kexec_file") ? "kernel" : NULL);
-	/* What purgatory checks: the staged images (plus a few KiB of boot parameters). */
-	json_object_object_add(h, "bytes", json_object_new_uint64(u->kernel.size + u->initrd.size));
+	/* What purgatory checks: the staged images (plus a few KiB of boot parameters);
+	 * nothing in fast mode. */
+	json_object_object_add(h, "bytes",
+	                       json_object_new_uint64(streq_ptr(u->handoff, "fast")
+	                                                      ? 0
+	                                                      : u->kernel.size + u->initrd.size));
 	json_object_object_add(h, "bytes_estimated", json_object_new_boolean(true));
 	json_object_object_add(h, "verify_ns", NULL);
 	json_object_object_add(h, "verify_estimated", json_object_new_boolean(true));

@@ -6,9 +6,7 @@
  * a real kexec payload (kernel 6.1.0-57 vmlinuz, plus its initrd when the lab
  * cache has one). Prints figures; never fails on speed.
  *
- * Usage: bench-sha256 [PAYLOAD_DIR...]
- *   Each directory is searched for vmlinuz-6.1.0-57* and initrd.img-6.1.0-57*
- *   (also under boot/ and root/boot/); the first directory with a vmlinuz wins.
+ * Usage: bench-sha256 [PAYLOAD_DIR...]   (searched as bench-payload.h says)
  */
 
 #include <dirent.h>
@@ -18,14 +16,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench-payload.h"
 #include "fileio.h"
 #include "macros.h"
 #include "sha256.h"
 
-#define BENCH_BYTES           (16u << 20)
-#define BENCH_RUNS            15
-#define PAYLOAD_KERNEL_PREFIX "vmlinuz-6.1.0-57"
-#define PAYLOAD_INITRD_PREFIX "initrd.img-6.1.0-57"
+#define BENCH_BYTES (16u << 20)
+#define BENCH_RUNS  15
 
 static double now(void) {
 	struct timespec ts;
@@ -97,40 +94,11 @@ static double openssl_speed_mbps(void) {
 	return kbps < 0 ? -1 : kbps / 1000.0;
 }
 
-static char *find_file(const char *dir, const char *prefix) {
-	const char *subdirs[] = { "", "/boot", "/root/boot" };
-
-	for (size_t i = 0; i < ELEMENTSOF(subdirs); i++) {
-		_cleanup_free_ char *d = NULL;
-		DIR *dp;
-		struct dirent *de;
-		char *found = NULL;
-
-		if (asprintf(&d, "%s%s", dir, subdirs[i]) < 0)
-			return NULL;
-		dp = opendir(d);
-		if (!dp)
-			continue;
-		while (!found && (de = readdir(dp)))
-			if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
-				if (asprintf(&found, "%s/%s", d, de->d_name) < 0)
-					found = NULL;
-		closedir(dp);
-		if (found)
-			return found;
-	}
-	return NULL;
-}
-
 static void bench_payload(int argc, char **argv) {
 	_cleanup_free_ char *kernel = NULL, *initrd = NULL, *kdata = NULL, *idata = NULL;
 	size_t ksize = 0, isize = 0;
 
-	for (int i = 1; i < argc && !kernel; i++) {
-		kernel = find_file(argv[i], PAYLOAD_KERNEL_PREFIX);
-		if (kernel)
-			initrd = find_file(argv[i], PAYLOAD_INITRD_PREFIX);
-	}
+	bench_find_payload(argc - 1, argv + 1, &kernel, &initrd);
 	if (!kernel || read_file_full(kernel, 256u << 20, &kdata, &ksize) < 0) {
 		printf("payload: no %s* found in the given directories; run "
 		       "tests/bench-fetch-kernel to download it (not measured)\n",

@@ -59,7 +59,8 @@ typedef struct World {
 	const char *cpuflags;
 	const char *cmdline;
 	bool kmsg;
-	bool request_lost; /* the "handoff-requested" write did not reach the disk */
+	bool request_lost;         /* the "handoff-requested" write did not reach the disk */
+	const char *booted_kernel; /* the old kernel came back: the update failed */
 	/* The old kernel's probe saw web1's vCPU threads: how many, and when the last one
 	 * stopped (old CLOCK_MONOTONIC; 0: never). The probe itself is disabled in these
 	 * tests, so its figures are put into the handoff record as the real one would. */
@@ -207,6 +208,11 @@ static json_object *run_update(World *w) {
 	set_stamp(u, "booted", NEW_BOOT, 5 * S);
 	set_stamp(u, "completed", NEW_BOOT, 7 * S);
 	u->state = UPDATE_DONE;
+	if (w->booted_kernel) {
+		assert_int_equal(update_set_string(&u->booted_kernel, w->booted_kernel), 0);
+		assert_int_equal(update_set_string(&u->error, "booted the old kernel"), 0);
+		u->state = UPDATE_FAILED;
+	}
 
 	assert_int_equal(report_build(u, true, &o), 0);
 	assert_int_equal(c->measure.report_extend(c, u, o, c->measure.userdata), 0);
@@ -327,6 +333,24 @@ static void test_measure_stamps_present(void **state) {
 	json_object_put(o);
 }
 
+static void test_measure_refused_handoff(void **state) {
+	World *w = *state;
+	json_object *o;
+
+	/* Purgatory refused the staged kernel and reset: the old kernel runs, its
+	 * command line has no stamps, and the report says why instead of blaming
+	 * the backend. */
+	w->cpuflags = "flags\t\t: fpu tsc\n";
+	w->booted_kernel = "6.1.0-47-cloud-amd64";
+	o = run_update(w);
+	assert_string_equal(json_object_get_string(jget(o, "result", NULL)), "failed");
+	assert_true(json_object_is_type(jget(o, "purgatory", "verify_ns"), json_type_null));
+	assert_true(has_missing(o, "purgatory_verify",
+	                        "the staged kernel did not boot (running 6.1.0-47-cloud-amd64)"));
+	assert_false(has_missing(o, "purgatory_verify", "upgraded.stamps="));
+	json_object_put(o);
+}
+
 static void test_measure_probe_unavailable_and_no_kmsg(void **state) {
 	World *w = *state;
 	json_object *o;
@@ -443,6 +467,13 @@ static void test_measure_report_without_measurement(void **state) {
 	assert_true(captured_has("PRIORITY=3"));
 	strv_free(captured);
 	captured = NULL;
+	/* What purgatory hashes: the staged files, nothing in fast mode. */
+	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "bytes")), 1);
+	json_object_put(o);
+	assert_int_equal(update_set_string(&u->handoff, "fast"), 0);
+	assert_int_equal(report_build(u, false, &o), 0);
+	validate(w->root, o);
+	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "bytes")), 0);
 	json_object_put(o);
 }
 
@@ -598,6 +629,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_request_sample_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_realtime_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_stamps_present, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_refused_handoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_probe_unavailable_and_no_kmsg, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_measure_journal_fields, setup, teardown),

@@ -14,6 +14,14 @@
 #   lab_wait_vms_running [TIMEOUT]  wait until every counter VM is running and counting
 #   lab_kexec_load                  kexec -l the new kernel with the running cmdline
 #   lab_wait_report [TIMEOUT]       wait until upgraded wrote a report (default 300 s)
+#   lab_stamps MODE IMPLS           purgatory's upgraded.stamps= in /proc/cmdline has mode MODE
+#                                   (v|f|p), an implementation in IMPLS (a regex class, e.g.
+#                                   "[sag]" or "-") and ordered TSC values (stamps.txt + marker)
+#   lab_report_says MODE            the newest report names the kexec_load backend, handoff
+#                                   mode MODE and result success
+#   lab_check_loader_report MODE    checks after a handoff through our loader: a report was
+#                                   written, says kexec_load, MODE and success; the daemon is
+#                                   idle; saves `upgradectl report --json`. Fails if any failed
 #   lab_collect                     copy journals (journal-old.txt, journal-new.txt), upgraded's
 #                                   reports (reports/*.json), virsh list, failed units and each
 #                                   unit's start and up time (boot-timeline-PHASE.txt) to results
@@ -24,7 +32,7 @@
 # runner reads back); $LAB_PAYLOAD (/lab-payload) is the read-only payload
 # disk; its lab.env (sourced here) sets LAB_KERNEL_OLD, LAB_KERNEL_NEW,
 # LAB_SCENARIO, LAB_COUNTER_ADDR, LAB_COUNTER_MAGIC, LAB_SAMPLE_INTERVAL.
-# LAB_PHASE (old|new) is set by the phase runner (guest/run-phase).
+# LAB_PHASE (old|new|again) is set by the phase runner (guest/run-phase).
 
 LAB_PAYLOAD=${LAB_PAYLOAD:-/lab-payload}
 . "$LAB_PAYLOAD/lab.env"
@@ -141,9 +149,42 @@ lab_wait_report() {
         return 1
 }
 
+# E,V,J as 16 lowercase hex digits, then mode and implementation (docs/purgatory.md).
+lab_stamps() {
+        local s
+        s=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^upgraded\.stamps=//p' | tail -n 1)
+        printf '%s\n' "$s" >"$LAB_RESULTS/stamps.txt"
+        [[ $s =~ ^([0-9a-f]{16}),([0-9a-f]{16}),([0-9a-f]{16}),$1,$2$ ]] || return 1
+        local e=$((16#${BASH_REMATCH[1]})) v=$((16#${BASH_REMATCH[2]})) j=$((16#${BASH_REMATCH[3]}))
+        # Unsigned order through the shell's signed 64-bit integers is fine for TSC
+        # values below 2^63 (years of uptime).
+        lab_marker purgatory-stamps mode="$1" entry="$e" verified="$v" jump="$j" \
+                verify_ticks=$((v - e))
+        [ "$e" -gt 0 ] && [ "$v" -ge "$e" ] && [ "$j" -ge "$v" ]
+}
+
+# The lab image has no JSON tool: match the keys upgraded writes, with or
+# without the space json-c puts after the colon.
+lab_report_says() {
+        local f
+        f=$(compgen -G '/var/lib/upgraded/reports/*.json' | sort | tail -n 1)
+        grep -Eq '"name": ?"kexec_load"' "$f" &&
+                grep -Eq '"mode": ?"'"$1"'"' "$f" &&
+                grep -Eq '"result": ?"success"' "$f"
+}
+
+lab_check_loader_report() {
+        local ok=0
+        lab_check report-written lab_wait_report || ok=1
+        lab_check "report-kexec-load-$1" lab_report_says "$1" || ok=1
+        lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=1
+        upgradectl report --json >"$LAB_RESULTS/upgradectl-report.json" 2>&1 || ok=1
+        return $ok
+}
+
 lab_collect() {
         journalctl --no-pager -o short-monotonic -b 0 >"$LAB_RESULTS/journal-$LAB_PHASE.txt" 2>&1
-        if [ "$LAB_PHASE" = new ]; then
+        if [ "$LAB_PHASE" != old ]; then
                 journalctl --no-pager -o short-monotonic -b -1 >"$LAB_RESULTS/journal-old.txt" 2>&1
         fi
         journalctl --no-pager --list-boots >"$LAB_RESULTS/boots.txt" 2>&1

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootlog.h"
+#include "fileio.h"
+#include "health.h"
+#include "macros.h"
+#include "path-util.h"
+#include "string-util.h"
+
+#define HEALTH_HW_ERROR    "[Hardware Error]"
+#define HEALTH_MCE_DIR     "/sys/devices/system/machinecheck"
+#define HEALTH_EDAC_MC_DIR "/sys/devices/system/edac/mc"
+#define HEALTH_COUNTER_MAX 64
+
+static bool add_u64(uint64_t *sum, uint64_t v) {
+	if (*sum > UINT64_MAX - v)
+		return false;
+	*sum += v;
+	return true;
+}
+
+/* The per-CPU numbers after "NAME:" up to the first word that is not a number
+ * (the row's description). */
+static int sum_interrupt_row(const char *p, uint64_t *ret) {
+	uint64_t sum = 0;
+	bool any = false;
+
+	for (;;) {
+		unsigned long long v;
+		char *end;
+
+		p += strspn(p, " \t");
+		if (*p < '0' || *p > '9')
+			break;
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (errno != 0 || (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\0') ||
+		    !add_u64(&sum, v))
+			return -EBADMSG;
+		any = true;
+		p = end;
+	}
+	if (!any)
+		return -EBADMSG;
+	*ret = sum;
+	return 0;
+}
+
+int health_parse_interrupts(const char *text, uint64_t *ret) {
+	static const char *const rows[] = { "MCE:", "THR:", "DFR:" };
+	uint64_t sum = 0;
+	bool have_mce = false;
+
+	if (!text || !ret)
+		return -EINVAL;
+	for (const char *line = text; *line;) {
+		const char *nl = strchr(line, '\n');
+		const char *p = line + strspn(line, " ");
+
+		for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+			uint64_t v;
+			int r;
+
+			if (strncmp(p, rows[i], strlen(rows[i])) != 0)
+				continue;
+			r = sum_interrupt_row(p + strlen(rows[i]), &v);
+			if (r < 0)
+				return r;
+			if (!add_u64(&sum, v))
+				return -EBADMSG;
+			if (i == 0)
+				have_mce = true;
+		}
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	if (!have_mce)
+		return -ENOENT;
+	*ret = sum;
+	return 0;
+}
+
+int health_count_kmsg_hw_errors(const char *text, size_t size, uint64_t *ret) {
+	uint64_t count = 0, next_seq = 0;
+	const char *p = text, *end = text + size;
+
+	if (!text || !ret)
+		return -EINVAL;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ?: end;
+		const char *semi, *comma;
+		unsigned long long seq;
+		char *e;
+
+		if (*p == ' ' || p == eol) { /* a continuation (dictionary) line */
+			p = nl ? nl + 1 : end;
+			continue;
+		}
+		/* "PRI,SEQ,TS,FLAGS;MSG" */
+		semi = memchr(p, ';', (size_t)(eol - p));
+		comma = memchr(p, ',', (size_t)(eol - p));
+		if (!semi || !comma || comma > semi || comma[1] < '0' || comma[1] > '9')
+			return -EBADMSG;
+		errno = 0;
+		seq = strtoull(comma + 1, &e, 10);
+		if (errno != 0 || e > semi || (*e != ',' && *e != ';'))
+			return -EBADMSG;
+		if (seq != next_seq)
+			return -ESTALE;
+		next_seq = seq + 1;
+		if (memmem(semi + 1, (size_t)(eol - semi - 1), HEALTH_HW_ERROR,
+		           strlen(HEALTH_HW_ERROR)))
+			count++;
+		p = nl ? nl + 1 : end;
+	}
+	*ret = count;
+	return 0;
+}
+
+static int read_counter(const char *dir, const char *mc, const char *name, uint64_t *ret) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	unsigned long long v;
+	char sub[HEALTH_COUNTER_MAX + 32];
+
+	snprintf(sub, sizeof(sub), "%s/%s", mc, name);
+	if (path_join(dir, sub, &path) < 0)
+		return -ENOMEM;
+	if (read_file_full(path, HEALTH_COUNTER_MAX, &data, NULL) < 0 ||
+	    safe_atou64(strstrip(data), &v) < 0)
+		return -EBADMSG;
+	*ret = v;
+	return 0;
+}
+
+static int sum_edac_dir(DIR *d, const char *dir, uint64_t *ret) {
+	struct dirent *de;
+	uint64_t sum = 0;
+	bool any = false;
+
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		uint64_t ce, ue;
+
+		/* mc<N> only: the directory also holds attributes (e.g. "power"). */
+		if (strncmp(n, "mc", 2) != 0 || n[2] == '\0' ||
+		    strspn(n + 2, "0123456789") != strlen(n + 2) || strlen(n) > HEALTH_COUNTER_MAX)
+			continue;
+		if (read_counter(dir, n, "ce_count", &ce) < 0 ||
+		    read_counter(dir, n, "ue_count", &ue) < 0 || !add_u64(&sum, ce) ||
+		    !add_u64(&sum, ue))
+			return -EBADMSG;
+		any = true;
+	}
+	if (!any)
+		return -ENOENT;
+	*ret = sum;
+	return 0;
+}
+
+int health_edac_errors(const char *dir, uint64_t *ret) {
+	DIR *d;
+	int r;
+
+	if (!dir || !ret)
+		return -EINVAL;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	r = sum_edac_dir(d, dir, ret);
+	closedir(d);
+	return r;
+}
+
+static int gather_mce(const char *root, uint64_t *ret) {
+	_cleanup_free_ char *dir = NULL, *path = NULL, *text = NULL, *kmsg = NULL;
+	uint64_t irqs, logged;
+	size_t size = 0;
+	int r;
+
+	r = path_prefix_root(root, HEALTH_MCE_DIR, &dir);
+	if (r < 0)
+		return r;
+	if (access(dir, F_OK) < 0)
+		return -ENOENT; /* the kernel does not handle machine checks */
+	r = path_prefix_root(root, "/proc/interrupts", &path);
+	if (r < 0)
+		return r;
+	r = read_file_full(path, 1 << 20, &text, NULL);
+	if (r < 0)
+		return r;
+	r = health_parse_interrupts(text, &irqs);
+	if (r < 0)
+		return r;
+	free(path);
+	path = NULL;
+	r = path_prefix_root(root, "/dev/kmsg", &path);
+	if (r < 0)
+		return r;
+	r = bootlog_read_kmsg(path, &kmsg, &size);
+	if (r < 0)
+		return r;
+	r = health_count_kmsg_hw_errors(kmsg, size, &logged);
+	if (r < 0)
+		return r;
+	if (!add_u64(&irqs, logged))
+		return -EBADMSG;
+	*ret = irqs;
+	return 0;
+}
+
+void health_gather(const char *root, HandoffFacts *f) {
+	_cleanup_free_ char *edac = NULL;
+	uint64_t n;
+
+	if (gather_mce(root, &n) >= 0) {
+		f->have_mce = true;
+		f->mce_errors = n;
+	}
+	if (path_prefix_root(root, HEALTH_EDAC_MC_DIR, &edac) >= 0 &&
+	    health_edac_errors(edac, &n) >= 0) {
+		f->have_edac = true;
+		f->edac_errors = n;
+	}
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The host's error counters the policy weighs before a fast handoff
+ * (docs/policy.md, HandoffFacts): machine checks and EDAC memory errors since
+ * boot. Each fact is either measured or unknown, never guessed:
+ *
+ *   machine checks: the kernel must handle them (/sys/devices/system/machinecheck
+ *     exists, i.e. CONFIG_X86_MCE), then the count is the MCE (exceptions), THR
+ *     (threshold: corrected errors over the bank's limit) and DFR (deferred
+ *     errors) rows of /proc/interrupts summed over CPUs, plus the kernel log's
+ *     "[Hardware Error]" records (every logged event, polled corrected ones
+ *     included, is printed with that prefix). The log counts only when it is
+ *     complete since boot: it starts at sequence 0 with no gap.
+ *   EDAC: the sum of ce_count + ue_count of every memory controller in
+ *     /sys/devices/system/edac/mc/mc<N>; unknown without any controller (no EDAC
+ *     driver watches the memory).
+ *
+ * The parsers are pure; health_gather() reads the files below a root ("--root").
+ * Return 0 / -errno; ret_* are written only on success.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+/* The MCE, THR and DFR rows of /proc/interrupts, summed. -ENOENT without an
+ * MCE row (the kernel counts no machine checks), -EBADMSG on a malformed row. */
+int health_parse_interrupts(const char *text, uint64_t *ret);
+
+/* "[Hardware Error]" records in /dev/kmsg text (one "PRI,SEQ,TS,FLAGS;MSG"
+ * record per line, continuation lines start with a space). -ESTALE when the
+ * records do not start at sequence 0 or skip one (overwritten: the log is not
+ * complete since boot), -EBADMSG on a record that is not in that format. */
+int health_count_kmsg_hw_errors(const char *text, size_t size, uint64_t *ret);
+
+/* Sum of ce_count + ue_count below DIR (/sys/devices/system/edac/mc).
+ * -ENOENT when there is no mc<N>; -EBADMSG when a counter is unreadable. */
+int health_edac_errors(const char *dir, uint64_t *ret);
+
+/* Fills have_mce/mce_errors and have_edac/edac_errors of f from the files below
+ * root; leaves the other fields alone. */
+void health_gather(const char *root, HandoffFacts *f);
