@@ -351,11 +351,14 @@ static int read_memmap(const char *root, const char *dir_override, struct mem_ra
 	return 0;
 }
 
-/* The crashkernel= reservation(s), from /proc/iomem ("  a-b : Crash kernel"). */
+/* The crashkernel= reservation(s), from /proc/iomem ("  a-b : Crash kernel").
+ * The kernel prints every address as 0 unless the reader opened the file with
+ * CAP_SYS_ADMIN: a reservation listed at 0-0 is -EPERM, not "none". */
 static int read_crash_ranges(const char *root, struct mem_range *ret, size_t max, size_t *ret_n) {
 	_cleanup_free_ char *p = NULL, *data = NULL;
 	size_t size, n = 0;
 	char *line, *save = NULL;
+	bool hidden = false;
 	int r;
 
 	r = path_prefix_root(root, "/proc/iomem", &p);
@@ -370,12 +373,14 @@ static int read_crash_ranges(const char *root, struct mem_range *ret, size_t max
 
 		if (sscanf(line, " %llx-%llx : %63[^\n]", &a, &b, name) != 3)
 			continue;
+		if (streq(name, IOMEM_CRASH_KERNEL) && a == 0 && b == 0)
+			hidden = true;
 		if (!streq(name, IOMEM_CRASH_KERNEL) || b <= a || n >= max)
 			continue;
 		ret[n++] = (struct mem_range){ .start = a, .end = b, .type = E820_TYPE_RAM };
 	}
 	*ret_n = n;
-	return 0;
+	return n == 0 && hidden ? -EPERM : 0;
 }
 
 /* The placement inputs (firmware map + crash reservation), field by field. */

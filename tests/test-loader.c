@@ -473,6 +473,15 @@ static void test_loader_build_panic_image(void **state) {
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -ENOENT);
 	assert_int_equal(e, LOADER_ERR_NO_CRASH_RESERVATION);
 
+	/* Read without CAP_SYS_ADMIN the kernel prints 0-0: hidden, not absent. */
+	write_root_file(f->root, "/proc/iomem",
+	                "00000000-00000000 : Reserved\n"
+	                "00000000-00000000 : System RAM\n"
+	                "  00000000-00000000 : Crash kernel\n");
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EPERM);
+	assert_int_equal(e, LOADER_ERR_NO_CRASH_RESERVATION);
+	assert_null(img);
+
 	write_root_file(f->root, "/proc/iomem",
 	                "00000000-00000fff : Reserved\n"
 	                "00100000-bfffffff : System RAM\n"
