@@ -103,6 +103,19 @@ static const char *jstr(json_object *o, const char *key) {
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
 }
 
+/* A refused takeover: no new load (the last is still stage's, before), no
+ * request, no VM step on the crash kernel. Takes before. */
+static void assert_nothing_handed_over(World *w, json_object *before) {
+	json_object *after = last_normal_load(w);
+
+	assert_int_equal(w->requests, 0);
+	assert_int_equal(w->rollback, 0);
+	assert_int_equal(w->post, 0);
+	assert_string_equal(json_object_to_json_string(before), json_object_to_json_string(after));
+	json_object_put(before);
+	json_object_put(after);
+}
+
 static void assert_report_has_panic_path(World *w, const char *id, const char *phase) {
 	_cleanup_free_ char *data = read_disk(w, "reports", id);
 	json_object *o, *p;
@@ -194,20 +207,13 @@ static void test_context_panic_after_request_fast_becomes_verified(void **state)
 static void test_context_panic_during_checkpoint_fails(void **state) {
 	World *w = *state;
 	_cleanup_free_ char *id = commit_then_crash(w, CRASH_IN_CHECKPOINT, false);
-	json_object *before = last_normal_load(w), *after;
+	json_object *before = last_normal_load(w);
 	Context *c = boot_crash_kernel(w);
 	Update *u = context_find(c, id);
 
 	assert_int_equal(u->state, UPDATE_FAILED);
 	assert_non_null(strstr(u->error, "'vm-checkpoint'"));
-	assert_int_equal(w->requests, 0);
-	assert_int_equal(w->rollback, 0);
-	assert_int_equal(w->post, 0);
-	after = last_normal_load(w);
-	/* No new load: the last one is still stage's. */
-	assert_string_equal(json_object_to_json_string(before), json_object_to_json_string(after));
-	json_object_put(before);
-	json_object_put(after);
+	assert_nothing_handed_over(w, before);
 	assert_report_has_panic_path(w, id, PHASE_PRE_HANDOFF);
 	context_free(c);
 }
@@ -216,7 +222,7 @@ static void test_context_panic_during_checkpoint_fails(void **state) {
  * named, nothing loaded, nothing requested. Same for the initrd. */
 static void panic_files_changed(World *w, bool initrd) {
 	_cleanup_free_ char *id = commit_then_crash(w, CRASH_AFTER_CHECKPOINT, false);
-	json_object *before = last_normal_load(w), *after;
+	json_object *before = last_normal_load(w);
 	Context *c;
 	Update *u;
 
@@ -230,13 +236,7 @@ static void panic_files_changed(World *w, bool initrd) {
 	assert_int_equal(u->state, UPDATE_FAILED);
 	assert_non_null(strstr(u->error, "changed"));
 	assert_non_null(strstr(u->error, initrd ? "initrd" : "kernel"));
-	assert_int_equal(w->requests, 0);
-	assert_int_equal(w->post, 0);
-	assert_int_equal(w->rollback, 0);
-	after = last_normal_load(w);
-	assert_string_equal(json_object_to_json_string(before), json_object_to_json_string(after));
-	json_object_put(before);
-	json_object_put(after);
+	assert_nothing_handed_over(w, before);
 	assert_report_has_panic_path(w, id, PHASE_PRE_HANDOFF);
 	context_free(c);
 
