@@ -16,8 +16,9 @@ lab_check vms-running lab_wait_vms_running 300 || ok=false
 for vm in $(lab_counter_vms); do
         lab_marker counter-after "$vm" "$(lab_counter "$vm")"
 done
-lab_check report-success sh -c 'grep -q "\"result\": \"success\"" /var/lib/upgraded/reports/*.json' || ok=false
-lab_check report-panic-path sh -c 'grep -q "\"crash_kernel_boot_id\": \"[0-9a-f]\{32\}\"" /var/lib/upgraded/reports/*.json' || ok=false
+# json-c writes "key":value (no space): match either way.
+lab_check report-success sh -c 'grep -Eq "\"result\": ?\"success\"" /var/lib/upgraded/reports/*.json' || ok=false
+lab_check report-panic-path sh -c 'grep -Eq "\"crash_kernel_boot_id\": ?\"[0-9a-f]{32}\"" /var/lib/upgraded/reports/*.json' || ok=false
 lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=false
 upgradectl report >"$LAB_RESULTS/upgradectl-report.txt" 2>&1 || ok=false
 upgradectl status >"$LAB_RESULTS/status-new.txt" 2>&1 || true
