@@ -105,3 +105,16 @@ int cmdline_strip_for_reuse(const char *s, char **ret) {
 	*ret = TAKE_PTR(out);
 	return 0;
 }
+
+bool cmdline_has_word(const char *s, const char *word) {
+	const char *p = s, *w;
+	bool unbalanced = false;
+	size_t n;
+
+	if (!s || !word)
+		return false;
+	while (next_word(&p, &w, &n, &unbalanced))
+		if (n == strlen(word) && strncmp(w, word, n) == 0)
+			return true;
+	return false;
+}

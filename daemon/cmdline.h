@@ -7,6 +7,7 @@
  * caller may not pass them and --reuse-cmdline drops them.
  */
 
+#include <stdbool.h>
 #include <systemd/sd-bus.h>
 
 #include "loader.h"
@@ -27,3 +28,11 @@ int cmdline_validate(const char *s, sd_bus_error *error);
 /* Copy of s (e.g. /proc/cmdline) without reserved parameters, BOOT_IMAGE= (it
  * names the old image) and surrounding whitespace. */
 int cmdline_strip_for_reuse(const char *s, char **ret);
+
+/* The mark the panic image puts on the crash kernel's command line
+ * (loader/loader.c PANIC_CMDLINE_MARK): upgraded started there takes the
+ * update over (docs/state-machine.md, "The panic path"). */
+#define CMDLINE_PANIC_MARK "upgraded.panic=1"
+
+/* Whether s holds word exactly as one parameter (a quoted word does not count). */
+bool cmdline_has_word(const char *s, const char *word);

@@ -35,6 +35,15 @@ static const char *const hook_prefix[_HOOK_KIND_MAX] = {
 
 /* ---- constructors / destructors ---- */
 
+/* The panic image's mark on this kernel's command line (loader/loader.c). */
+static bool running_on_panic_kernel(const char *root) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+
+	return path_prefix_root(root, "/proc/cmdline", &path) >= 0 &&
+	       read_file_full(path, 4096, &data, NULL) >= 0 &&
+	       cmdline_has_word(data, CMDLINE_PANIC_MARK);
+}
+
 /* Built-in pre-handoff step: the kernel must still hold the staged image. */
 static int hook_image_loaded(Context *c, Update *u, void *userdata, char **ret_reason) {
 	int r = c->backend->is_loaded(c->root, 0);
@@ -84,6 +93,7 @@ int context_new(const char *root, const KexecBackend *backend, Context **ret) {
 		return -ENOMEM;
 	if (sd_id128_get_boot(&boot) >= 0)
 		sd_id128_to_string(boot, c->boot_id);
+	c->panic_kernel = running_on_panic_kernel(c->root);
 
 	r = context_add_hook(c, HOOK_PRE_HANDOFF, "kexec-image-loaded", hook_image_loaded, NULL);
 	if (r < 0)
@@ -169,6 +179,69 @@ int context_report_path(Context *c, const char *id, char **ret) {
 	if (asprintf(ret, "%s/reports/%s.json", c->state_dir, id) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+int context_memmap_path(Context *c, const char *id, char **ret) {
+	if (asprintf(ret, "%s/memmap/%s", c->state_dir, id) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* One range of /sys/firmware/memmap (its start, end and type files) into dst. */
+static int copy_memmap_range(const char *src, const char *dst, const char *name) {
+	static const char *const fields[] = { "start", "end", "type" };
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	if (asprintf(&dir, "%s/%s", dst, name) < 0)
+		return -ENOMEM;
+	r = mkdir_p(dir, 0755);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+		_cleanup_free_ char *from = NULL, *to = NULL, *data = NULL;
+		size_t size = 0;
+
+		if (asprintf(&from, "%s/%s/%s", src, name, fields[i]) < 0 ||
+		    asprintf(&to, "%s/%s", dir, fields[i]) < 0)
+			return -ENOMEM;
+		r = read_file_full(from, 4096, &data, &size);
+		if (r < 0)
+			return r;
+		r = write_file_atomic(to, data, size, 0644);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The firmware memory map, saved with the update when a crash image is loaded:
+ * the crash kernel sees only its reservation (its own /sys/firmware/memmap is the
+ * confined one the panic image gave it), and the kernel it starts must get the
+ * whole machine. */
+static int context_save_memmap(Context *c, Update *u) {
+	_cleanup_free_ char *src = NULL, *dst = NULL;
+	struct dirent *de;
+	unsigned n = 0;
+	int r = 0;
+	DIR *d;
+
+	if (path_prefix_root(c->root, "/sys/firmware/memmap", &src) < 0 ||
+	    context_memmap_path(c, u->id, &dst) < 0)
+		return -ENOMEM;
+	d = opendir(src);
+	if (!d)
+		return -errno;
+	while (r >= 0 && (de = readdir(d))) {
+		if (de->d_name[0] == '\0' || strspn(de->d_name, "0123456789") != strlen(de->d_name))
+			continue; /* ".", "..": the ranges are numbered */
+		r = copy_memmap_range(src, dst, de->d_name);
+		n++;
+	}
+	closedir(d);
+	if (r >= 0 && n == 0)
+		r = -EBADMSG;
+	return r;
 }
 
 static int write_json(const char *dir, const char *path, json_object *o) {
@@ -282,6 +355,13 @@ static int context_write_report(Context *c, Update *u) {
 	return 0;
 }
 
+/* "<kind>:<name>", the mark of a finished step in hooks_done. */
+static int hook_key(const Hook *h, char **ret) {
+	if (asprintf(ret, "%s:%s", hook_prefix[h->kind], h->name) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* Runs the hooks of one kind that have not run for u yet, persisting each mark.
  * Stops at the first failure (unless keep_going) and returns its error. */
 static int context_run_hooks(Context *c, Update *u, HookKind kind, bool keep_going,
@@ -295,7 +375,7 @@ static int context_run_hooks(Context *c, Update *u, HookKind kind, bool keep_goi
 
 		if (h->kind != kind)
 			continue;
-		if (asprintf(&key, "%s:%s", hook_prefix[kind], h->name) < 0)
+		if (hook_key(h, &key) < 0)
 			return -ENOMEM;
 		if (update_hook_done(u, key))
 			continue; /* done before a restart: never twice */
@@ -354,12 +434,37 @@ static int context_mark_failed(Context *c, Update *u, const char *why) {
 }
 
 /*
+ * The crash kernel cannot finish u: mark it failed and report. Nothing is given
+ * back here, no rollback step runs: the crash kernel is confined to the
+ * reservation and must not run VMs. What the VMs saved stays on disk and is
+ * listed in the report (their results), for a regular boot to restore
+ * (`upgradectl restore-vm NAME`, or libvirt's start from the managed save).
+ */
+static int context_panic_fail(Context *c, Update *u, const char *reason) {
+	_cleanup_free_ char *msg = NULL;
+
+	if (u->vms && json_object_array_length(u->vms) > 0 &&
+	    asprintf(&msg, "%s; the VMs' saved state is kept on disk", reason) < 0)
+		return -ENOMEM;
+	log_error("Update %s failed on the crash kernel: %s", u->id, msg ?: reason);
+	if (!u->panic_boot_id && (update_set_string(&u->panic_from_phase, u->phase) < 0 ||
+	                          update_set_string(&u->panic_boot_id, c->boot_id) < 0))
+		return -ENOMEM;
+	return context_mark_failed(c, u, msg ?: reason);
+}
+
+/*
  * A commit that did not reach the new kernel: give everything back (rollback
  * steps: resume VMs), drop the loaded image, mark the update failed, report.
- * Resumable: entered again after a crash in any of its steps.
+ * Resumable: entered again after a crash in any of its steps. On the crash
+ * kernel nothing is given back (context_panic_fail()).
  */
 static int context_commit_fail(Context *c, Update *u, const char *reason) {
 	int r;
+
+	if (c->panic_kernel)
+		return context_panic_fail(
+		        c, u, u->error && streq(u->phase, PHASE_ROLLBACK) ? u->error : reason);
 
 	if (!streq(u->phase, PHASE_ROLLBACK)) {
 		log_error("Update %s failed: %s", u->id, reason);
@@ -430,6 +535,16 @@ static int context_load_crash_image(Context *c, Update *u, KexecImage *img) {
 	int r;
 
 	img->flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
+	/* The panic path leaves the crash kernel with this map (the crash kernel's
+	 * own is the reservation): no map, no crash image. */
+	r = context_save_memmap(c, u);
+	if (r < 0) {
+		log_warning_errno(r,
+		                  "Cannot save the memory map for the panic path of update %s, "
+		                  "no crash image loaded: %m",
+		                  u->id);
+		return 0;
+	}
 	r = c->backend->load(c->root, img);
 	if (r < 0) {
 		log_warning_errno(r, "Failed to load the crash image of update %s, ignoring: %m",
@@ -438,6 +553,45 @@ static int context_load_crash_image(Context *c, Update *u, KexecImage *img) {
 	}
 	u->crash_image_loaded = true;
 	return context_persist(c, u);
+}
+
+/*
+ * The handoff record (what the next boot needs to finish the job; stamp names
+ * it: "handoff", or "panic-handoff" out of the crash kernel), synced, then THE
+ * POINT OF NO RETURN: ask systemd for kexec.target. Once systemd accepted the
+ * job, services stop in order and the kernel is replaced; its answer arrives
+ * through context_handoff_result(). A failure before that fails the commit.
+ */
+static int context_handoff(Context *c, Update *u, const char *stamp) {
+	_cleanup_free_ char *msg = NULL;
+	int r;
+
+	r = update_set_string(&u->handoff_boot_id, c->boot_id);
+	if (r < 0)
+		return r;
+	r = update_add_stamp(u, stamp, true, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF, 90);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return context_commit_fail(c, u, "cannot persist the handoff record");
+
+	/* Everything on disk before the machine goes down. */
+	sync();
+
+	log_info("Update %s: requesting kexec%s into %s.", u->id,
+	         c->panic_kernel ? " from the crash kernel" : "", u->kernel_version);
+	if (c->measure.handoff_request)
+		c->measure.handoff_request(c, u, c->measure.userdata);
+	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
+	if (r < 0) {
+		if (asprintf(&msg, "requesting the kexec reboot failed: %s", strerror(-r)) < 0)
+			return -ENOMEM;
+		return context_commit_fail(c, u, msg);
+	}
+	return 0;
 }
 
 /* ---- loading and recovery ---- */
@@ -531,15 +685,43 @@ int context_load(Context *c) {
 	return 0;
 }
 
+/* Opens the staged kernel (and initrd) again with the stage-time rules and
+ * checks them against the digests recorded at stage. On failure *ret_why says
+ * what changed (named, for the record). */
+static int open_staged_files(Context *c, Update *u, ImageFile *k, ImageFile *i, char **ret_why) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	ImageRules rules = { .root = c->root,
+		             .allowed = c->allowed_roots,
+		             .owner = c->image_owner };
+	const char *what = "kernel";
+	int r;
+
+	r = image_open(&rules, u->kernel.path, IMAGE_KERNEL, k, &error);
+	if (r >= 0 && !streq(k->sha256, u->kernel.sha256))
+		r = -EBADMSG;
+	if (r >= 0 && u->initrd.path) {
+		what = "initrd";
+		r = image_open(&rules, u->initrd.path, IMAGE_INITRD, i, &error);
+		if (r >= 0 && !streq(i->sha256, u->initrd.sha256))
+			r = -EBADMSG;
+	}
+	if (r >= 0)
+		return 0;
+	if (asprintf(ret_why, "staged files changed or vanished since staging: %s",
+	             error.message
+	                     ?: r == -EBADMSG
+	                        ? (streq(what, "kernel") ? "the kernel's SHA-256 differs"
+	                                                 : "the initrd's SHA-256 differs")
+	                        : strerror(-r)) < 0)
+		*ret_why = NULL;
+	return r;
+}
+
 /* A staged update found on start: after a reboot the kernel lost the images, and a
  * daemon stopped during stage may not have loaded the crash image yet, so load
  * what is missing, but only if the files still hold what was validated. */
 static int context_recover_staged(Context *c, Update *u) {
-	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
-	ImageRules rules = { .root = c->root,
-		             .allowed = c->allowed_roots,
-		             .owner = c->image_owner };
 	_cleanup_free_ char *why = NULL;
 	bool need_kernel, need_crash;
 	KexecImage img;
@@ -555,14 +737,7 @@ static int context_recover_staged(Context *c, Update *u) {
 	if (!need_kernel && !need_crash)
 		return 0;
 
-	r = image_open(&rules, u->kernel.path, IMAGE_KERNEL, &k, &error);
-	if (r >= 0 && !streq(k.sha256, u->kernel.sha256))
-		r = -EBADMSG;
-	if (r >= 0 && u->initrd.path) {
-		r = image_open(&rules, u->initrd.path, IMAGE_INITRD, &i, &error);
-		if (r >= 0 && !streq(i.sha256, u->initrd.sha256))
-			r = -EBADMSG;
-	}
+	r = open_staged_files(c, u, &k, &i, &why);
 	if (r >= 0) {
 		img = (KexecImage){ .kernel_fd = k.fd,
 			            .initrd_fd = i.fd,
@@ -579,15 +754,184 @@ static int context_recover_staged(Context *c, Update *u) {
 			return 0;
 		if (asprintf(&why, "reloading the staged image failed: %s", strerror(-r)) < 0)
 			return -ENOMEM;
-	} else if (asprintf(&why, "staged files changed or vanished since staging: %s",
-	                    error.message ?: strerror(-r)) < 0)
+	} else if (!why)
 		return -ENOMEM;
 	return context_mark_failed(c, u, why);
+}
+
+/* ---- the panic path (docs/state-machine.md) ---- */
+
+/* The first pre-handoff step of this daemon that u has not finished, or NULL
+ * when all are done (the VMs were checkpointed). */
+static const char *pre_handoff_missing(Context *c, const Update *u) {
+	for (size_t i = 0; i < c->n_hooks; i++) {
+		_cleanup_free_ char *key = NULL;
+
+		if (c->hooks[i].kind != HOOK_PRE_HANDOFF)
+			continue;
+		if (hook_key(&c->hooks[i], &key) < 0 || !update_hook_done(u, key))
+			return c->hooks[i].name;
+	}
+	return NULL;
+}
+
+/*
+ * On the crash kernel: take u over where the old kernel's crash left it. The
+ * staged files are read again and must match the stage-time digests; the image
+ * is an ordinary one (kexec_load, not the crash slot), always verified, placed
+ * in and handed the machine's full memory map saved at stage; then the reboot is
+ * requested through systemd like a regular handoff. The next kernel finds a
+ * regular handoff record (handoff_boot_id = this boot) and completes the update.
+ * Resumable: entered again when the daemon restarts on the same crash kernel.
+ */
+static int context_panic_handoff(Context *c, Update *u) {
+	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
+	_cleanup_free_ char *why = NULL, *memmap = NULL;
+	KexecImage img;
+	int r;
+
+	/* 1. On disk first: the crash kernel took the update over, and from where. */
+	if (!streq_ptr(u->panic_boot_id, c->boot_id)) {
+		log_notice("Update %s: the old kernel crashed in phase '%s'; taking over on "
+		           "the crash kernel.",
+		           u->id, u->phase);
+		if (update_set_string(&u->panic_from_phase, u->phase) < 0 ||
+		    update_set_string(&u->panic_boot_id, c->boot_id) < 0)
+			return -ENOMEM;
+		r = update_add_stamp(u, "panic-recovery", true, c->boot_id);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_COMMITTING, PHASE_PANIC_HANDOFF, 90);
+		if (r < 0)
+			return r;
+	}
+
+	/* 2. The staged files, read again: still what was hashed at stage? */
+	r = open_staged_files(c, u, &k, &i, &why);
+	if (r < 0)
+		return why ? context_panic_fail(c, u, why) : -ENOMEM;
+
+	/* 3. The whole machine's map, saved at stage. */
+	r = context_memmap_path(c, u->id, &memmap);
+	if (r < 0)
+		return r;
+	if (access(memmap, F_OK) < 0)
+		return context_panic_fail(c, u,
+		                          "no memory map was saved at stage: the crash kernel "
+		                          "knows only its reservation");
+
+	/* 4. An ordinary image, always verified, whatever the policy chose. */
+	img = (KexecImage){ .kernel_fd = k.fd,
+		            .initrd_fd = i.fd,
+		            .kernel_path = u->kernel.path,
+		            .initrd_path = u->initrd.path,
+		            .cmdline = u->cmdline,
+		            .flags = KEXEC_IMAGE_VERIFIED,
+		            .memmap_dir = memmap };
+	r = c->backend->load(c->root, &img);
+	if (r < 0) {
+		if (asprintf(&why, "loading the staged kernel on the crash kernel failed (%s): %s",
+		             c->backend->name,
+		             r == -EOPNOTSUPP ? "this backend cannot hand over the full memory map"
+		                              : strerror(-r)) < 0)
+			return -ENOMEM;
+		return context_panic_fail(c, u, why);
+	}
+	if (!streq_ptr(u->handoff, "verified")) {
+		if (asprintf(&why,
+		             "panic path: verified out of the crash kernel (the policy had "
+		             "chosen %s: %s)",
+		             strna(u->handoff), strna(u->handoff_reason)) < 0)
+			return -ENOMEM;
+		free(u->handoff_reason);
+		u->handoff_reason = TAKE_PTR(why);
+		r = update_set_string(&u->handoff, "verified");
+		if (r < 0)
+			return r;
+	}
+	if (c->measure.panic_takeover)
+		c->measure.panic_takeover(c, u, c->measure.userdata);
+
+	/* 5. The handoff record of the second kexec and the reboot, as a regular
+	 * commit does them (a failure ends in context_panic_fail()). */
+	return context_handoff(c, u, "panic-handoff");
+}
+
+/*
+ * Recovery on the crash kernel. Never restores or resumes a VM here (the crash
+ * kernel is confined to the reservation): every record state either hands over
+ * to the staged kernel or fails with a reason, VMs' saved state kept.
+ */
+static int context_recover_panic(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+	const UpdateStamp *s = update_find_stamp(u, "commit-requested");
+	const char *missing;
+
+	switch (u->state) {
+	case UPDATE_STAGED:
+		/* Not committed: nothing was touched. Loading it here would place it in
+		 * the reservation; the next regular boot reloads it. */
+		log_notice("Update %s is staged; not reloaded on the crash kernel.", u->id);
+		return 0;
+	case UPDATE_COMPLETING:
+		log_notice("Update %s is completing; its VMs are not restored on the crash "
+		           "kernel.",
+		           u->id);
+		return 0;
+	case UPDATE_COMMITTING:
+		break;
+	default:
+		return 1; /* finished: the regular recovery checks its report */
+	}
+
+	/* Our own handoff, in this very boot (the daemon restarted). */
+	if (streq_ptr(u->panic_boot_id, c->boot_id)) {
+		if (streq(u->phase, PHASE_HANDOFF_REQUESTED)) {
+			log_notice("Update %s: kexec already requested from the crash kernel, "
+			           "waiting for it.",
+			           u->id);
+			return 0;
+		}
+		return context_panic_handoff(c, u);
+	}
+	/* Committed on this crash kernel itself: not a takeover. */
+	if (s && streq(s->boot_id, c->boot_id))
+		return 1;
+
+	if (streq(u->phase, PHASE_ROLLBACK))
+		return context_panic_fail(c, u,
+		                          u->error ?: "the old kernel crashed during the rollback");
+	if (streq(u->phase, PHASE_PRE_HANDOFF)) {
+		missing = pre_handoff_missing(c, u);
+		if (missing) {
+			if (asprintf(&why,
+			             "the old kernel crashed before the handoff, in step '%s' "
+			             "(not every VM was checkpointed)",
+			             missing) < 0)
+				return -ENOMEM;
+			return context_panic_fail(c, u, why);
+		}
+		return context_panic_handoff(c, u);
+	}
+	if (streq(u->phase, PHASE_HANDOFF) || streq(u->phase, PHASE_HANDOFF_REQUESTED) ||
+	    streq(u->phase, PHASE_PANIC_HANDOFF))
+		return context_panic_handoff(c, u);
+	if (asprintf(&why, "the old kernel crashed in unknown phase '%s'", u->phase) < 0)
+		return -ENOMEM;
+	return context_panic_fail(c, u, why);
 }
 
 static int context_recover_one(Context *c, Update *u) {
 	_cleanup_free_ char *why = NULL;
 	bool new_boot, handed_off;
+
+	if (c->panic_kernel) {
+		int r = context_recover_panic(c, u);
+
+		if (r <= 0)
+			return r;
+		/* 1: the regular recovery applies. */
+	}
 
 	switch (u->state) {
 	case UPDATE_STAGED:
@@ -1114,40 +1458,14 @@ int context_commit_run(Context *c, Update *u) {
 		return r;
 	if (r < 0)
 		return context_commit_fail(c, u, why ?: "a pre-handoff step failed");
+	if (c->handoff_hold)
+		c->handoff_hold(c, u, c->handoff_hold_userdata);
 
-	/* 2. The handoff record: what the next boot needs to finish the job, with the
-	 * old kernel's measurements and the reboot-request clock sample. */
+	/* 2. The handoff record, with the old kernel's measurements and the
+	 * reboot-request clock sample, then the reboot. */
 	if (c->measure.handoff_prepare)
 		c->measure.handoff_prepare(c, u, c->measure.userdata);
-	r = update_set_string(&u->handoff_boot_id, c->boot_id);
-	if (r < 0)
-		return r;
-	r = update_add_stamp(u, "handoff", true, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF, 90);
-	if (r == -ECANCELED)
-		return r;
-	if (r < 0)
-		return context_commit_fail(c, u, "cannot persist the handoff record");
-
-	/* 3. Everything on disk before the machine goes down. */
-	sync();
-
-	/* 4. THE POINT OF NO RETURN: ask systemd for kexec.target. Once systemd
-	 * accepted the job, services stop in order and the kernel is replaced. */
-	log_info("Update %s: requesting kexec into %s.", u->id, u->kernel_version);
-	if (c->measure.handoff_request)
-		c->measure.handoff_request(c, u, c->measure.userdata);
-	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
-	if (r < 0) {
-		_cleanup_free_ char *msg = NULL;
-
-		if (asprintf(&msg, "requesting the kexec reboot failed: %s", strerror(-r)) < 0)
-			return -ENOMEM;
-		return context_commit_fail(c, u, msg);
-	}
-	return 0;
+	return context_handoff(c, u, "handoff");
 }
 
 void context_handoff_result(Context *c, Update *u, int r, const char *why) {
@@ -1156,6 +1474,7 @@ void context_handoff_result(Context *c, Update *u, int r, const char *why) {
 	if (u->state != UPDATE_COMMITTING || !streq(u->phase, PHASE_HANDOFF))
 		return;
 	if (r < 0) {
+		/* On the crash kernel context_commit_fail() gives nothing back. */
 		if (asprintf(&msg, "systemd refused the kexec reboot: %s", why ?: strerror(-r)) < 0)
 			msg = NULL;
 		(void)context_commit_fail(c, u, msg ?: "systemd refused the kexec reboot");
@@ -1258,6 +1577,7 @@ int context_describe(Context *c, char **ret_json) {
 	                       json_object_new_string(c->active ? c->active->kernel.path : ""));
 	json_object_object_add(o, "LastReport", json_object_new_string(strempty(c->last_report)));
 	json_object_object_add(o, "Root", json_object_new_string(c->root ?: "/"));
+	json_object_object_add(o, "PanicKernel", json_object_new_boolean(c->panic_kernel));
 
 	json_object_object_add(o, "Backend", b = json_object_new_object());
 	json_object_object_add(b, "Name", json_object_new_string(c->backend->name));

@@ -68,6 +68,9 @@ typedef int (*CommitCheck)(Context *c, Update *u, void *userdata, json_object **
  * adds the measured sections to a report being built. */
 typedef struct ContextMeasure {
 	void (*handoff_prepare)(Context *c, Update *u, void *userdata);
+	/* On the crash kernel, before the second kexec's handoff record: the old
+	 * kernel's figures are on a clock that axis cannot relate, set them aside. */
+	void (*panic_takeover)(Context *c, Update *u, void *userdata);
 	void (*handoff_request)(Context *c, Update *u, void *userdata);
 	int (*report_extend)(Context *c, Update *u, json_object *report, void *userdata);
 	void *userdata;
@@ -77,6 +80,11 @@ typedef struct ContextMeasure {
  * Returning < 0 (e.g. -ECANCELED) makes the current operation stop right there,
  * as if the daemon died after the write. */
 typedef int (*PersistHook)(Context *c, Update *u, unsigned step, void *userdata);
+
+/* TEST ONLY (the lab's panic scenario, meson -Dtest-panic-hold=true): called once
+ * the pre-handoff steps are done, before the handoff record is written. The
+ * production daemon never sets it. */
+typedef void (*HandoffHold)(Context *c, Update *u, void *userdata);
 
 struct Context {
 	char *root;      /* NULL for "/" */
@@ -92,6 +100,10 @@ struct Context {
 
 	char *running_kernel; /* uname -r */
 	char boot_id[33];
+	/* Started on the crash kernel of a panic image (CMDLINE_PANIC_MARK on
+	 * <root>/proc/cmdline): recovery takes over the interrupted update with an
+	 * ordinary kexec and touches no VM (docs/state-machine.md). */
+	bool panic_kernel;
 
 	Update **updates;
 	size_t n_updates;
@@ -111,6 +123,9 @@ struct Context {
 	PersistHook persist_hook;
 	void *persist_hook_userdata;
 	unsigned persist_step;
+
+	HandoffHold handoff_hold;
+	void *handoff_hold_userdata;
 };
 
 typedef struct StageRequest {
@@ -163,3 +178,6 @@ const char *context_state(Context *c);
 int context_describe(Context *c, char **ret_json);
 int context_get_report(Context *c, const char *id, char **ret_json, sd_bus_error *error);
 int context_report_path(Context *c, const char *id, char **ret);
+/* Where stage saved the firmware memory map for update id (the panic path's
+ * ordinary kexec out of the crash kernel places the staged kernel with it). */
+int context_memmap_path(Context *c, const char *id, char **ret);

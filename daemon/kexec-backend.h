@@ -36,6 +36,12 @@ typedef struct KexecImage {
 	const char *initrd_path;
 	const char *cmdline; /* never NULL, may be "" */
 	unsigned flags;      /* KexecImageFlags */
+	/* NULL: the running kernel's memory map. Otherwise a saved copy of
+	 * /sys/firmware/memmap (N/start, N/end, N/type) to place the image in and
+	 * hand to the new kernel: the crash kernel sees only its reservation, the
+	 * kernel it starts must get the whole machine. Backends that cannot pass a
+	 * map of their own refuse it with -EOPNOTSUPP. */
+	const char *memmap_dir;
 } KexecImage;
 
 typedef struct KexecBackend {

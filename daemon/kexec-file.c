@@ -80,6 +80,10 @@ static int file_load(const char *root, const KexecImage *image) {
 	/* The kernel always verifies: a "fast" request cannot be honoured here. */
 	if (image->flags & KEXEC_IMAGE_FAST)
 		return -EOPNOTSUPP;
+	/* The kernel hands its own memory map on: out of a crash kernel, only the
+	 * reservation. It cannot be given the machine's full map. */
+	if (image->memmap_dir)
+		return -EOPNOTSUPP;
 
 #ifdef SYS_kexec_file_load
 	r = syscall(SYS_kexec_file_load, image->kernel_fd,

@@ -125,6 +125,7 @@ static int loader_load(const char *root, const KexecImage *image) {
 		                                                    : LOADER_MODE_VERIFIED,
 		.panic = panic,
 		.console_port = console_port(image->cmdline),
+		.memmap_dir = image->memmap_dir,
 	};
 	r = loader_image_build(&o, &img, &e, &be);
 	if (r < 0)

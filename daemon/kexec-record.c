@@ -120,6 +120,9 @@ static int record_load(const char *root, const KexecImage *image) {
 	json_object_object_add(req, "cmdline", json_object_new_string(image->cmdline ?: ""));
 	json_object_object_add(req, "panic",
 	                       json_object_new_boolean(image->flags & KEXEC_IMAGE_PANIC));
+	json_object_object_add(req, "memmap_dir",
+	                       image->memmap_dir ? json_object_new_string(image->memmap_dir)
+	                                         : NULL);
 	json_object_object_add(
 	        req, "mode",
 	        json_object_new_string(image->flags & KEXEC_IMAGE_FAST ? "fast" : "verified"));

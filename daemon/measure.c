@@ -410,6 +410,33 @@ static void measure_handoff_request(Context *c, Update *u, void *userdata) {
 		                       json_object_new_uint64(s.monotonic_ns));
 }
 
+/* The panic path: the report's axis is the second kexec (crash kernel -> staged
+ * kernel), whose reboot request the crash kernel samples. The old kernel's
+ * samples and probe figures stay in the record under "crashed_kernel", off that
+ * axis (its clock ended in the crash, at an unknown moment). */
+static void measure_panic_takeover(Context *c, Update *u, void *userdata) {
+	static const char *const keys[] = { "commit_sample", "reboot_sample", "request_sample",
+		                            "old_probe" };
+	json_object *rec = measure_record(u), *old;
+
+	(void)c;
+	(void)userdata;
+	if (!rec || get_obj(rec, "crashed_kernel"))
+		return;
+	old = json_object_new_object();
+	if (!old)
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		json_object *v = get_obj(rec, keys[i]);
+
+		if (!v)
+			continue;
+		json_object_object_add(old, keys[i], json_object_get(v));
+		json_object_object_del(rec, keys[i]);
+	}
+	json_object_object_add(rec, "crashed_kernel", old);
+}
+
 static bool measure_on_new_kernel(Measure *m, Context *c, const Update *u) {
 	return m->started && u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id);
 }
@@ -575,8 +602,11 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 	json_object_object_add(report, "probe", o);
 	if (!old_probe)
 		add_missing(missing, "probe_old", "%s",
-		            u->measure ? "the handoff record carries no probe figures"
-		                       : "the old kernel recorded no measurement");
+		            get_obj(u->measure, "crashed_kernel")
+		                    ? "the old kernel crashed (panic path): its figures are not on "
+		                      "the axis of the kexec out of the crash kernel"
+		            : u->measure ? "the handoff record carries no probe figures"
+		                         : "the old kernel recorded no measurement");
 	else if (!json_object_get_boolean(get_obj(old_probe, "available")))
 		add_missing(missing, "vcpu_last_ran",
 		            "probe unavailable on the old kernel: %s (%s)",
@@ -740,6 +770,7 @@ int measure_attach(Measure *m, Context *c) {
 	if (r < 0)
 		return r;
 	c->measure = (ContextMeasure){ .handoff_prepare = measure_handoff_prepare,
+		                       .panic_takeover = measure_panic_takeover,
 		                       .handoff_request = measure_handoff_request,
 		                       .report_extend = measure_report_extend,
 		                       .userdata = m };

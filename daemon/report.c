@@ -44,6 +44,43 @@ static json_object *reasons_array(const char *text) {
 	return a;
 }
 
+static json_object *stamp_time(const Update *u, const char *name) {
+	const UpdateStamp *s = update_find_stamp(u, name);
+
+	return s ? json_object_new_uint64(s->realtime_usec) : NULL;
+}
+
+/* The panic path (docs/report.md): null when the old kernel did not crash
+ * during the update. Times are CLOCK_REALTIME of the boot that took them. */
+static json_object *panic_path(const Update *u) {
+	const char *old_boot = boot_of(u, "commit-requested");
+	const UpdateStamp *last = NULL;
+	json_object *p, *l;
+
+	if (!u->panic_boot_id)
+		return NULL;
+	p = json_object_new_object();
+	if (!p)
+		return NULL;
+	add_str(p, "crash_kernel_boot_id", u->panic_boot_id);
+	add_str(p, "crashed_in_phase", u->panic_from_phase);
+	/* The old kernel's last word: the crash came after it, at an unknown moment. */
+	for (size_t i = 0; old_boot && i < u->n_stamps; i++)
+		if (streq(u->stamps[i].boot_id, old_boot))
+			last = &u->stamps[i];
+	if (last) {
+		json_object_object_add(p, "old_kernel_last_stamp", l = json_object_new_object());
+		add_str(l, "name", last->name);
+		json_object_object_add(l, "realtime_usec",
+		                       json_object_new_uint64(last->realtime_usec));
+	} else
+		json_object_object_add(p, "old_kernel_last_stamp", NULL);
+	json_object_object_add(p, "recovery_realtime_usec", stamp_time(u, "panic-recovery"));
+	json_object_object_add(p, "handoff_realtime_usec", stamp_time(u, "panic-handoff"));
+	add_str(p, "handoff_mode", "verified");
+	return p;
+}
+
 int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	json_object *o, *k, *h, *a, *m;
 	char host[256] = "";
@@ -74,7 +111,9 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	(void)gethostname(host, sizeof(host) - 1);
 	json_object_object_add(o, "host", h = json_object_new_object());
 	add_str(h, "hostname", host[0] ? host : NULL);
-	add_str(h, "old_boot_id", u->handoff_boot_id ?: boot_of(u, "commit-requested"));
+	/* On the panic path the handoff record is the crash kernel's. */
+	add_str(h, "old_boot_id", u->panic_boot_id ? boot_of(u, "commit-requested")
+	                                           : u->handoff_boot_id ?: boot_of(u, "commit-requested"));
 	add_str(h, "new_boot_id", boot_of(u, "booted"));
 
 	json_object_object_add(o, "backend", h = json_object_new_object());
@@ -106,6 +145,7 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 		json_object_object_add(o, "initrd", NULL);
 	add_str(o, "cmdline", u->cmdline);
 	add_str(o, "booted_kernel", u->booted_kernel);
+	json_object_object_add(o, "panic_path", panic_path(u));
 
 	/* The daemon's own timestamps, per boot: monotonic and TSC values compare only
 	 * within one boot_id. The cross-kexec axis is "phases" (on "timebase"). */

@@ -99,6 +99,8 @@ Update *update_free(Update *u) {
 	free(u->crash_image_before);
 	free(u->crash_image_restore);
 	free(u->handoff_boot_id);
+	free(u->panic_boot_id);
+	free(u->panic_from_phase);
 	free(u->booted_kernel);
 	free(u->error);
 	strv_free(u->hooks_done);
@@ -228,6 +230,8 @@ int update_to_json(const Update *u, json_object **ret) {
 	add_str(o, "handoff", u->handoff);
 	add_str(o, "handoff_reason", u->handoff_reason);
 	add_str(o, "handoff_boot_id", u->handoff_boot_id);
+	add_str(o, "panic_boot_id", u->panic_boot_id);
+	add_str(o, "panic_from_phase", u->panic_from_phase);
 	add_str(o, "booted_kernel", u->booted_kernel);
 	add_str(o, "error", u->error);
 
@@ -353,6 +357,8 @@ int update_from_json(json_object *o, Update **ret) {
 	    (r = get_str(o, "crash_image_before", false, &u->crash_image_before)) < 0 ||
 	    (r = get_str(o, "crash_image_restore", false, &u->crash_image_restore)) < 0 ||
 	    (r = get_str(o, "handoff_boot_id", false, &u->handoff_boot_id)) < 0 ||
+	    (r = get_str(o, "panic_boot_id", false, &u->panic_boot_id)) < 0 ||
+	    (r = get_str(o, "panic_from_phase", false, &u->panic_from_phase)) < 0 ||
 	    (r = get_str(o, "booted_kernel", false, &u->booted_kernel)) < 0 ||
 	    (r = get_str(o, "error", false, &u->error)) < 0)
 		return r;

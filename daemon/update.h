@@ -30,6 +30,7 @@ typedef enum UpdateState {
 #define PHASE_PRE_HANDOFF       "pre-handoff"
 #define PHASE_HANDOFF           "handoff"           /* handoff record persisted and synced */
 #define PHASE_HANDOFF_REQUESTED "handoff-requested" /* systemd accepted kexec.target */
+#define PHASE_PANIC_HANDOFF     "panic-handoff"     /* crash kernel loading the staged one */
 #define PHASE_ROLLBACK          "rollback"
 #define PHASE_POST_BOOT         "post-boot"
 #define PHASE_DONE              "done"
@@ -80,9 +81,14 @@ typedef struct Update {
 	char *handoff;             /* "verified" | "fast", set at commit */
 	char *handoff_reason;
 	char *handoff_boot_id; /* boot that requested the handoff */
-	char *booted_kernel;   /* running when the commit was resolved */
-	char *error;           /* why it failed */
-	char **hooks_done;     /* "<kind>:<name>" of finished hook steps */
+	/* The panic path (docs/state-machine.md): the crash kernel's boot that took
+	 * the update over, and the phase the record was in when the old kernel
+	 * crashed. NULL: the old kernel never crashed during this update. */
+	char *panic_boot_id;
+	char *panic_from_phase;
+	char *booted_kernel; /* running when the commit was resolved */
+	char *error;         /* why it failed */
+	char **hooks_done;   /* "<kind>:<name>" of finished hook steps */
 	/* Owned by the VM steps (daemon/vms.c), carried opaquely here so that the next
 	 * kernel's daemon and the report have them. NULL: none yet. */
 	json_object *decisions; /* the policy's decisions at commit (docs/policy.md) */

@@ -16,6 +16,7 @@
 #include <systemd/sd-event.h>
 
 #include "bus.h"
+#include "cmdline.h"
 #include "config.h"
 #include "context.h"
 #include "fileio.h"
@@ -41,6 +42,32 @@ static int corrupt_then_load(const struct loader_image *img, void *userdata) {
 		corrupted = img; /* a mode switch loads it again: flip only once */
 	}
 	return loader_image_load(img);
+}
+#endif
+#ifdef UPGRADED_TEST_PANIC_HOLD
+#include <unistd.h>
+
+#define PANIC_HOLD_READY   "/run/upgraded/test-panic-hold.ready"
+#define PANIC_HOLD_RELEASE "/run/upgraded/test-panic-hold.release"
+
+/* The lab's panic scenario (meson -Dtest-panic-hold=true builds this into
+ * upgraded-test-panic-hold only): once the pre-handoff steps are done (VMs
+ * checkpointed), write the update id to PANIC_HOLD_READY and wait, blocking
+ * everything, until PANIC_HOLD_RELEASE exists (at most 10 minutes). The lab
+ * crashes the kernel meanwhile: the record is in phase pre-handoff with every
+ * step done, and no handoff record was written. */
+static void hold_before_handoff(Context *c, Update *u, void *userdata) {
+	_cleanup_free_ char *ready = NULL, *release = NULL;
+
+	if (path_prefix_root(c->root, PANIC_HOLD_READY, &ready) < 0 ||
+	    path_prefix_root(c->root, PANIC_HOLD_RELEASE, &release) < 0 ||
+	    write_file_atomic(ready, u->id, strlen(u->id), 0644) < 0)
+		return;
+	log_warning("TEST BUILD: update %s holds before its handoff record until '%s' "
+	            "exists.",
+	            u->id, release);
+	for (unsigned i = 0; i < 6000 && access(release, F_OK) < 0; i++)
+		usleep(100 * 1000);
 }
 #endif
 
@@ -295,6 +322,15 @@ static int run(int argc, char *argv[]) {
 	if (r < 0)
 		return r;
 #endif
+#ifdef UPGRADED_TEST_PANIC_HOLD
+	c->handoff_hold = hold_before_handoff;
+	log_warning("TEST BUILD: a commit holds before its handoff record until '%s' exists.",
+	            PANIC_HOLD_RELEASE);
+#endif
+	if (c->panic_kernel)
+		log_notice("Started on a crash kernel (%s): an interrupted update is taken over, "
+		           "no VM is restored here.",
+		           CMDLINE_PANIC_MARK);
 	{
 		PolicyErrors errs = {};
 		Policy *p = NULL;

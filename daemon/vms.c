@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -652,6 +653,11 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 			*ret_reason = strdup("VM checkpoint failed, every VM was resumed");
 		return r;
 	}
+	/* The saved images on disk before this step is marked done: if the kernel
+	 * panics from here on, the crash kernel hands over to the staged kernel,
+	 * which restores them (docs/state-machine.md, "The panic path"). The sync
+	 * after the handoff record then has little left to write. */
+	sync();
 	return 0;
 }
 

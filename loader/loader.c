@@ -283,8 +283,11 @@ static int parse_hex(const char *s, uint64_t *ret) {
 	return 0;
 }
 
-/* /sys/firmware/memmap/N/{start,end,type}: the firmware's map as it was at boot. */
-static int read_memmap(const char *root, struct mem_range **ret, size_t *ret_n) {
+/* /sys/firmware/memmap/N/{start,end,type}: the firmware's map as it was at boot;
+ * or a copy of that tree in dir (the crash kernel's own map is only the
+ * reservation: the full one was saved at stage). */
+static int read_memmap(const char *root, const char *dir_override, struct mem_range **ret,
+                       size_t *ret_n) {
 	_cleanup_free_ char *dir = NULL;
 	_cleanup_free_ struct mem_range *ranges = NULL;
 	size_t n = 0;
@@ -292,9 +295,15 @@ static int read_memmap(const char *root, struct mem_range **ret, size_t *ret_n) 
 	struct dirent *de;
 	int r = 0;
 
-	r = path_prefix_root(root, "/sys/firmware/memmap", &dir);
-	if (r < 0)
-		return r;
+	if (dir_override)
+		dir = strdup(dir_override);
+	else {
+		r = path_prefix_root(root, "/sys/firmware/memmap", &dir);
+		if (r < 0)
+			return r;
+	}
+	if (!dir)
+		return -ENOMEM;
 	d = opendir(dir);
 	if (!d)
 		return -errno;
@@ -313,14 +322,14 @@ static int read_memmap(const char *root, struct mem_range **ret, size_t *ret_n) 
 			r = -E2BIG;
 			break;
 		}
-		if (asprintf(&ps, "/sys/firmware/memmap/%s/start", de->d_name) < 0 ||
-		    asprintf(&pe, "/sys/firmware/memmap/%s/end", de->d_name) < 0 ||
-		    asprintf(&pt, "/sys/firmware/memmap/%s/type", de->d_name) < 0) {
+		if (asprintf(&ps, "%s/%s/start", dir, de->d_name) < 0 ||
+		    asprintf(&pe, "%s/%s/end", dir, de->d_name) < 0 ||
+		    asprintf(&pt, "%s/%s/type", dir, de->d_name) < 0) {
 			r = -ENOMEM;
 			break;
 		}
-		if ((r = read_one_line(root, ps, &s)) < 0 ||
-		    (r = read_one_line(root, pe, &e)) < 0 || (r = read_one_line(root, pt, &t)) < 0)
+		if ((r = read_one_line(NULL, ps, &s)) < 0 ||
+		    (r = read_one_line(NULL, pe, &e)) < 0 || (r = read_one_line(NULL, pt, &t)) < 0)
 			break;
 		if (parse_hex(s, &ranges[n].start) < 0 || parse_hex(e, &ranges[n].end) < 0 ||
 		    ranges[n].end < ranges[n].start) {
@@ -341,11 +350,14 @@ static int read_memmap(const char *root, struct mem_range **ret, size_t *ret_n) 
 	return 0;
 }
 
-/* The crashkernel= reservation(s), from /proc/iomem ("  a-b : Crash kernel"). */
+/* The crashkernel= reservation(s), from /proc/iomem ("  a-b : Crash kernel").
+ * The kernel prints every address as 0 unless the reader opened the file with
+ * CAP_SYS_ADMIN: a reservation listed at 0-0 is -EPERM, not "none". */
 static int read_crash_ranges(const char *root, struct mem_range *ret, size_t max, size_t *ret_n) {
 	_cleanup_free_ char *p = NULL, *data = NULL;
 	size_t size, n = 0;
 	char *line, *save = NULL;
+	bool hidden = false;
 	int r;
 
 	r = path_prefix_root(root, "/proc/iomem", &p);
@@ -360,12 +372,14 @@ static int read_crash_ranges(const char *root, struct mem_range *ret, size_t max
 
 		if (sscanf(line, " %llx-%llx : %63[^\n]", &a, &b, name) != 3)
 			continue;
+		if (streq(name, IOMEM_CRASH_KERNEL) && a == 0 && b == 0)
+			hidden = true;
 		if (!streq(name, IOMEM_CRASH_KERNEL) || b <= a || n >= max)
 			continue;
 		ret[n++] = (struct mem_range){ .start = a, .end = b, .type = E820_TYPE_RAM };
 	}
 	*ret_n = n;
-	return 0;
+	return n == 0 && hidden ? -EPERM : 0;
 }
 
 /* The placement inputs (firmware map + crash reservation), field by field. */
@@ -394,7 +408,7 @@ int loader_memory_map_digest(const char *root, uint8_t ret[static SHA256_DIGEST_
 	size_t nr_map = 0, nr_crash = 0;
 	int r;
 
-	r = read_memmap(root, &map, &nr_map);
+	r = read_memmap(root, NULL, &map, &nr_map);
 	if (r < 0)
 		return r;
 	(void)read_crash_ranges(root, crash, ELEMENTSOF(crash), &nr_crash);
@@ -633,7 +647,7 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 	cmdline_len = strlen(cmdline);
 
 	/* 3. Where RAM is: the firmware map, or the crash reservation. */
-	r = read_memmap(o->root, &map, &nr_map);
+	r = read_memmap(o->root, o->memmap_dir, &map, &nr_map);
 	if (r < 0)
 		FAIL(LOADER_ERR_MEMMAP, r == -ENOENT ? -ENOENT : -EBADMSG);
 	if (o->panic) {

@@ -74,6 +74,10 @@ struct loader_options {
 	LoaderMode mode;
 	bool panic;            /* crash image: KEXEC_ON_CRASH, always verified */
 	uint16_t console_port; /* serial port for purgatory's mismatch line, 0: none */
+	/* NULL: <root>/sys/firmware/memmap. Otherwise a directory laid out like it
+	 * (N/start, N/end, N/type), not prefixed with root: the full map saved before
+	 * a panic, for the ordinary kexec out of the crash kernel. */
+	const char *memmap_dir;
 };
 
 struct loader_segment {

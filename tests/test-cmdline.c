@@ -70,6 +70,20 @@ static void test_cmdline_strip_for_reuse(void **state) {
 	assert_string_equal(c, "a=\"x y\" b");
 }
 
+static void test_cmdline_has_word_panic_mark(void **state) {
+	assert_true(cmdline_has_word("root=/dev/vda reset_devices upgraded.panic=1 "
+	                             "upgraded.stamps=x\n",
+	                             CMDLINE_PANIC_MARK));
+	assert_true(cmdline_has_word("upgraded.panic=1", CMDLINE_PANIC_MARK));
+	/* Not the mark: another value, a prefix, a longer word, inside quotes. */
+	assert_false(cmdline_has_word("upgraded.panic=10 quiet", CMDLINE_PANIC_MARK));
+	assert_false(cmdline_has_word("upgraded.panic=0", CMDLINE_PANIC_MARK));
+	assert_false(cmdline_has_word("xupgraded.panic=1", CMDLINE_PANIC_MARK));
+	assert_false(cmdline_has_word("a=\"upgraded.panic=1\"", CMDLINE_PANIC_MARK));
+	assert_false(cmdline_has_word("", CMDLINE_PANIC_MARK));
+	assert_false(cmdline_has_word(NULL, CMDLINE_PANIC_MARK));
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cmdline_validate_accepts_ordinary_lines),
@@ -77,6 +91,7 @@ int main(void) {
 		cmocka_unit_test(test_cmdline_validate_rejects_too_long),
 		cmocka_unit_test(test_cmdline_validate_rejects_smuggled_stamps),
 		cmocka_unit_test(test_cmdline_strip_for_reuse),
+		cmocka_unit_test(test_cmdline_has_word_panic_mark),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -354,6 +354,51 @@ static void test_loader_build_avoids_crash_reservation(void **state) {
 	loader_image_free(img);
 }
 
+/* On a crash kernel /sys/firmware/memmap is the reservation only; with the full
+ * map saved at stage (memmap_dir) the image is placed in and hands over the
+ * whole machine. */
+static void test_loader_build_saved_memmap(void **state) {
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+	const struct loader_segment *s;
+	const uint8_t *zp;
+	LoaderError e;
+	_cleanup_free_ char *mm = NULL, *saved = NULL, *cmd = NULL;
+
+	/* Keep the machine's map aside, then confine the live one. */
+	assert_int_equal(path_join(f->root, "sys/firmware/memmap", &mm), 0);
+	assert_int_equal(path_join(f->root, "saved-memmap", &saved), 0);
+	assert_true(asprintf(&cmd, "cp -a '%s' '%s' && rm -rf '%s'", mm, saved, mm) >= 0);
+	assert_int_equal(system(cmd), 0);
+	add_memmap(f->root, 0, 0x0, 0x9fbff, "System RAM");
+	add_memmap(f->root, 1, 0x30000000, 0x47ffffff, "System RAM");
+
+	/* The live (confined) map: everything inside the reservation. */
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
+	loader_image_segments(img, &s);
+	assert_true(inside(s[LOADER_SEG_KERNEL].mem, s[LOADER_SEG_KERNEL].memsz, 0x30000000,
+	                   0x47ffffff));
+	img = loader_image_free(img);
+
+	/* The saved map: the kernel at its preferred address, all RAM in e820. */
+	o.memmap_dir = saved;
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
+	loader_image_segments(img, &s);
+	assert_int_equal(s[LOADER_SEG_KERNEL].mem, PREF_ADDRESS);
+	zp = s[LOADER_SEG_PARAMS].buf;
+	assert_int_equal(zp[BP_E820_ENTRIES], 5);
+	assert_int_equal(get_u64(zp, BP_E820_TABLE + 4 * E820_ENTRY_SIZE), 0x100000000);
+	assert_int_equal(get_u64(zp, BP_E820_TABLE + 4 * E820_ENTRY_SIZE + 8), 0x540000000);
+	img = loader_image_free(img);
+
+	/* A missing saved map is named, not replaced by the live one. */
+	o.memmap_dir = "/nonexistent/memmap";
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -ENOENT);
+	assert_int_equal(e, LOADER_ERR_MEMMAP);
+	assert_null(img);
+}
+
 static void test_loader_build_no_room(void **state) {
 	struct fixture *f = *state;
 	struct loader_options o = opts_for(f);
@@ -427,6 +472,15 @@ static void test_loader_build_panic_image(void **state) {
 	o.panic = true;
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -ENOENT);
 	assert_int_equal(e, LOADER_ERR_NO_CRASH_RESERVATION);
+
+	/* Read without CAP_SYS_ADMIN the kernel prints 0-0: hidden, not absent. */
+	write_root_file(f->root, "/proc/iomem",
+	                "00000000-00000000 : Reserved\n"
+	                "00000000-00000000 : System RAM\n"
+	                "  00000000-00000000 : Crash kernel\n");
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EPERM);
+	assert_int_equal(e, LOADER_ERR_NO_CRASH_RESERVATION);
+	assert_null(img);
 
 	write_root_file(f->root, "/proc/iomem",
 	                "00000000-00000fff : Reserved\n"
@@ -622,6 +676,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_loader_build_avoids_reserved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_avoids_crash_reservation, setup,
 		                                teardown),
+		cmocka_unit_test_setup_teardown(test_loader_build_saved_memmap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_no_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_cmdline_refusals, setup,
 		                                teardown),

@@ -43,8 +43,10 @@ static const TimebaseSample samples[] = {
 	  .skew_ns = 50 },
 	/* reboot request */
 	{ .tsc = 2 * 110 * S, .realtime_ns = 1010 * S, .monotonic_ns = 110 * S, .skew_ns = 50 },
-	/* daemon start on the new kernel */
+	/* daemon start on the new kernel (the panic test: the crash kernel's reboot request) */
 	{ .tsc = 2 * 118 * S, .realtime_ns = 1018 * S, .monotonic_ns = 5 * S, .skew_ns = 50 },
+	/* the panic test only: daemon start on the staged kernel after the second kexec */
+	{ .tsc = 2 * 125 * S, .realtime_ns = 1025 * S, .monotonic_ns = 5 * S, .skew_ns = 50 },
 };
 static size_t n_sampled;
 
@@ -67,6 +69,8 @@ typedef struct World {
 	bool old_probe_ran;
 	unsigned old_threads;
 	uint64_t old_last_ran_ns;
+	bool panic;          /* the old kernel crashed; the crash kernel requested the kexec */
+	json_object *record; /* the measurement record as the new kernel read it */
 } World;
 
 static void put(const char *root, const char *rel, const char *text) {
@@ -182,6 +186,11 @@ static json_object *run_update(World *w) {
 		n_sampled++;
 	else
 		c->measure.handoff_request(c, u, c->measure.userdata);
+	if (w->panic) {
+		/* The crash kernel: the old figures set aside, its own reboot request. */
+		c->measure.panic_takeover(c, u, c->measure.userdata);
+		c->measure.handoff_request(c, u, c->measure.userdata);
+	}
 	u->state = UPDATE_COMMITTING;
 	m = measure_free(m);
 
@@ -195,6 +204,8 @@ static json_object *run_update(World *w) {
 		update_free(u);
 		c->updates[0] = u = copy;
 	}
+	json_object_put(w->record);
+	w->record = json_object_get(u->measure);
 
 	/* New kernel: daemon start at t = 8 s, resume at new monotonic 6 s (t = 9 s). */
 	memcpy(c->boot_id, NEW_BOOT, 33);
@@ -231,6 +242,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
 	World *w = *state;
 	test_rmroot(w->root);
+	json_object_put(w->record);
 	free(w);
 	return 0;
 }
@@ -477,6 +489,27 @@ static void test_measure_report_without_measurement(void **state) {
 	json_object_put(o);
 }
 
+/* The panic path: the old kernel's samples and probe figures stay in the record
+ * under crashed_kernel, off the second kexec's axis; the report says why the
+ * old probe figures are missing. */
+static void test_measure_panic_takeover(void **state) {
+	World *w = *state;
+	json_object *o, *old, *v;
+
+	w->panic = true;
+	o = run_update(w);
+	assert_true(json_object_object_get_ex(w->record, "crashed_kernel", &old));
+	assert_true(json_object_object_get_ex(old, "request_sample", &v));
+	assert_true(json_object_object_get_ex(old, "reboot_sample", &v));
+	assert_true(json_object_object_get_ex(old, "commit_sample", &v));
+	assert_false(json_object_object_get_ex(w->record, "reboot_sample", &v));
+	assert_false(json_object_object_get_ex(w->record, "old_probe", &v));
+	/* The crash kernel's request is the axis' t = 0. */
+	assert_true(json_object_object_get_ex(w->record, "request_sample", &v));
+	assert_true(has_missing(o, "probe_old", "crashed"));
+	json_object_put(o);
+}
+
 static void test_measure_vm_outcome_marks(void **state) {
 	World *w = *state;
 	_cleanup_(measure_freep) Measure *m = NULL;
@@ -641,6 +674,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_vm_api_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_kmsg_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_report_gate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_panic_takeover, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,9 @@
 # runner reads back); $LAB_PAYLOAD (/lab-payload) is the read-only payload
 # disk; its lab.env (sourced here) sets LAB_KERNEL_OLD, LAB_KERNEL_NEW,
 # LAB_SCENARIO, LAB_COUNTER_ADDR, LAB_COUNTER_MAGIC, LAB_SAMPLE_INTERVAL.
-# LAB_PHASE (old|new|again) is set by the phase runner (guest/run-phase).
+# LAB_PHASE (old|panic|new|again) is set by the phase runner (guest/run-phase); panic is
+# the crash kernel of the panic scenario (upgraded.panic=1 on its command line), again
+# the old kernel booted once more after a refused handoff.
 
 LAB_PAYLOAD=${LAB_PAYLOAD:-/lab-payload}
 . "$LAB_PAYLOAD/lab.env"

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# upgraded, staged kernel after the panic path: the crash kernel took the
+# update over and kexeced here with the full memory map. upgraded.service
+# found its handoff record, restored the VMs and wrote a report that names the
+# panic path. The runner checks the boots on the console, the counters and the
+# report's schema.
+. /lab-payload/scenarios/lib.sh
+
+ok=true
+lab_check kernel-is-new test "$(uname -r)" = "$LAB_KERNEL_NEW" || ok=false
+lab_check not-crash-kernel sh -c '! grep -qw "upgraded\.panic=1" /proc/cmdline' || ok=false
+lab_check report-written lab_wait_report || ok=false
+lab_check vms-running lab_wait_vms_running 300 || ok=false
+for vm in $(lab_counter_vms); do
+        lab_marker counter-after "$vm" "$(lab_counter "$vm")"
+done
+# json-c writes "key":value (no space): match either way.
+lab_check report-success sh -c 'grep -Eq "\"result\": ?\"success\"" /var/lib/upgraded/reports/*.json' || ok=false
+lab_check report-panic-path sh -c 'grep -Eq "\"crash_kernel_boot_id\": ?\"[0-9a-f]{32}\"" /var/lib/upgraded/reports/*.json' || ok=false
+lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=false
+upgradectl report >"$LAB_RESULTS/upgradectl-report.txt" 2>&1 || ok=false
+upgradectl status >"$LAB_RESULTS/status-new.txt" 2>&1 || true
+cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"
+free -k >"$LAB_RESULTS/free-new.txt" 2>&1
+# The crash kernel's own log: its boot is the one before this one.
+journalctl --no-pager -o short-monotonic -b -1 >"$LAB_RESULTS/journal-crash.txt" 2>&1
+journalctl --no-pager -o short-monotonic -b -2 >"$LAB_RESULTS/journal-old-kernel.txt" 2>&1
+if $ok; then
+        lab_finish pass
+else
+        lab_finish fail panic-checks-failed
+fi

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# upgraded, old kernel, panic path: booted with crashkernel= (cmdline-extra).
+# The test build upgraded-test-panic-hold (meson -Dtest-panic-hold=true) runs
+# the service: stage loads the verified crash image, commit checkpoints the
+# two counter VMs and then holds before the handoff record. The scenario
+# crashes the kernel right there (sysrq c). The crash kernel (the staged
+# kernel, upgraded.panic=1) must kexec into the staged kernel (new.sh).
+. /lab-payload/scenarios/lib.sh
+set -e
+
+HOLD_BIN=/usr/local/lib/upgraded-lab/upgraded-test-panic-hold
+HOLD_READY=/run/upgraded/test-panic-hold.ready
+
+lab_check test-binary-not-installed sh -c "! grep -q upgraded-test-panic-hold \
+        '$LAB_RESULTS/installed-files.txt'"
+lab_check crash-reserved sh -c '[ "$(cat /sys/kernel/kexec_crash_size)" -gt 0 ]'
+# Not below /run: Debian's initramfs mounts it noexec. The drop-in that uses it
+# is in /run, so the crash kernel and the final kernel run the installed daemon.
+install -D -m 0755 "$LAB_TEST_BINARY" "$HOLD_BIN"
+mkdir -p /run/systemd/system/upgraded.service.d
+cat >/run/systemd/system/upgraded.service.d/50-lab-panic-hold.conf <<CONF
+[Service]
+ExecStart=
+ExecStart=$HOLD_BIN
+CONF
+systemctl daemon-reload
+systemctl restart upgraded.service
+upgraded --check-config
+
+lab_start_counter_vm lab-counter-1
+lab_start_counter_vm lab-counter-2
+lab_wait_counters 60 180
+for vm in $(lab_counter_vms); do
+        lab_marker counter-before "$vm" "$(lab_counter "$vm")"
+done
+
+upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
+        --reuse-cmdline >"$LAB_RESULTS/stage.txt" 2>&1
+upgradectl status >"$LAB_RESULTS/status-staged.txt" 2>&1 || true
+lab_check crash-image-loaded sh -c '[ "$(cat /sys/kernel/kexec_crash_loaded)" = 1 ]'
+
+# The commit never returns: the daemon holds, then the kernel dies.
+upgradectl commit --wait >"$LAB_RESULTS/commit.txt" 2>&1 &
+for ((i = 0; i < 600; i++)); do
+        [ -e "$HOLD_READY" ] && break
+        sleep 0.5
+done
+lab_check daemon-holds test -e "$HOLD_READY"
+# Every VM checkpointed: shut off with a managed save image.
+for vm in $(lab_counter_vms); do
+        lab_check "saved-$vm" sh -c "virsh -q dominfo '$vm' | grep -Eq '^Managed save: +yes'"
+done
+upgradectl status >"$LAB_RESULTS/status-hold.txt" 2>&1 || true
+cp /var/lib/upgraded/updates/*.json "$LAB_RESULTS/" 2>/dev/null || true
+journalctl --no-pager -o short-monotonic -b 0 >"$LAB_RESULTS/journal-old-before-crash.txt" 2>&1 || true
+sync
+lab_marker old-kernel-crash method=sysrq-c
+echo 1 >/proc/sys/kernel/sysrq
+echo c >/proc/sysrq-trigger
