@@ -53,6 +53,15 @@ mkdir -p "$ROOT/boot" "$ROOT/sys/kernel" "$ROOT/etc/upgraded"
 python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-$NEW" "$NEW" && chmod 0644 "$ROOT/boot/vmlinuz-$NEW"
 head -c 4096 /dev/urandom >"$ROOT/boot/initrd.img-$NEW" && chmod 0644 "$ROOT/boot/initrd.img-$NEW"
 echo 268435456 >"$ROOT/sys/kernel/kexec_crash_size"
+# The firmware's memory map, which stage saves for the panic path (no map, no crash image).
+memmap_range() { # memmap_range N START END TYPE
+        mkdir -p "$ROOT/sys/firmware/memmap/$1"
+        echo "$2" >"$ROOT/sys/firmware/memmap/$1/start"
+        echo "$3" >"$ROOT/sys/firmware/memmap/$1/end"
+        echo "$4" >"$ROOT/sys/firmware/memmap/$1/type"
+}
+memmap_range 0 0x0 0x9fbff "System RAM"
+memmap_range 1 0x100000 0x7fffffff "System RAM"
 start_bus "$BUS_CONF_IN" "$POLICY"
 
 for vm in $GUESTS; do define_guest "$vm"; done
