@@ -296,7 +296,9 @@ static void test_trace_all(void) {
 	}
 	printf("events for 20 sleeps: %d without trace_all, %d with\n", counts[0], counts[1]);
 	CHECK(counts[0] == 0, "events without trace_all: %d", counts[0]);
-	CHECK(counts[1] >= 40, "events with trace_all: %d", counts[1]);
+	/* Two switches a sleep, give or take: under load a sleep whose timer fires before
+	 * schedule() switches nothing, and a preemption adds two. At least one a sleep. */
+	CHECK(counts[1] >= 20, "events with trace_all: %d", counts[1]);
 }
 
 /* A degraded probe must name its reason, refuse BPF calls by error and still record marks. */
