@@ -26,7 +26,7 @@
 #include "path-util.h"
 #include "policy.h"
 #include "string-util.h"
-#include "vms.h"
+#include "vm-steps.h"
 #ifdef UPGRADED_TEST_CORRUPT_DIGEST
 #include "kexec-loader.h"
 

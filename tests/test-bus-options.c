@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The a{sv} options of Stage() and Commit() (daemon/bus-options.c), on method calls built as
+ * The a{sv} options of Stage() and Commit() (daemon/bus/bus-options.c), on method calls built as
  * a client would send them: what docs/dbus-api.md allows is read, everything else is refused
  * with org.upgraded.Upgrade1.Error.InvalidOption (a dictionary with a bad entry) or sd-bus's
  * error (not a dictionary at all), and the output is not touched on failure.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The measurement wiring (daemon/measure.c) and the report it fills, against a
+ * The measurement wiring (daemon/measure/measure.c) and the report it fills, against a
  * temporary root with fake /proc/cpuinfo, /proc/cmdline and /dev/kmsg files and
  * scripted clock samples: TSC timebase, realtime fallback, purgatory stamps
  * present and missing, the probe unavailable. Every report is validated against

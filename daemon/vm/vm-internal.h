@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Shared between vm.c and vm-orchestrate.c; not part of the API. */
+/* Shared between vm-inventory.c and vm-orchestrate.c; not part of the API. */
 
 #include <time.h>
 

@@ -119,7 +119,7 @@ const VmInfo *vm_list_find(const VmList *l, const char *name);
 struct json_object *vm_list_to_json(const VmList *l);
 
 /*
- * The moments a measurement wants to stamp exactly (daemon/measure.h): unlike the progress
+ * The moments a measurement wants to stamp exactly (daemon/measure/measure.h): unlike the progress
  * callback, called synchronously at the moment itself, on the thread doing the step (the
  * caller's for pauses, a worker's for restores and resumes), so it must be thread-safe and
  * quick. It cannot fail a step.

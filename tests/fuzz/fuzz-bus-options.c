@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Fuzzes the a{sv} options of Stage() and Commit() (daemon/bus-options.c). The input is a
+ * Fuzzes the a{sv} options of Stage() and Commit() (daemon/bus/bus-options.c). The input is a
  * small program that builds a method call the way a client could: the options argument of
  * some type (mostly a{sv}, sometimes another signature, missing, or followed by more
  * arguments) with keys and values of every kind, nested dictionaries and variants. The

@@ -89,7 +89,7 @@ typedef struct Update {
 	char *booted_kernel; /* running when the commit was resolved */
 	char *error;         /* why it failed */
 	char **hooks_done;   /* "<kind>:<name>" of finished hook steps */
-	/* Owned by the VM steps (daemon/vms.c), carried opaquely here so that the next
+	/* Owned by the VM steps (daemon/vm/vm-steps.c), carried opaquely here so that the next
 	 * kernel's daemon and the report have them. NULL: none yet. */
 	json_object *decisions; /* the policy's decisions at commit (docs/policy.md) */
 	json_object *vms;       /* per-VM results, vm_results_to_json() */
@@ -97,7 +97,7 @@ typedef struct Update {
 	UpdateStamp *stamps;
 	size_t n_stamps;
 
-	/* Measurement carried across the kexec (daemon/measure.c owns its content):
+	/* Measurement carried across the kexec (daemon/measure/measure.c owns its content):
 	 * the reboot-request clock sample and the old kernel's probe figures. NULL: none. */
 	json_object *measure;
 } Update;

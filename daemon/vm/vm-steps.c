@@ -22,7 +22,7 @@
 #include "string-util.h"
 #include "upgrade-errors.h"
 #include "vm.h"
-#include "vms.h"
+#include "vm-steps.h"
 
 #define VM_NAME_MAX     256
 #define VM_METADATA_NS  "urn:upgraded:policy:1"
@@ -364,7 +364,7 @@ out:
 	return r;
 }
 
-/* ---- the measurement (daemon/measure.c) ---- */
+/* ---- the measurement (daemon/measure/measure.c) ---- */
 
 /* The Measure attached to the context, or NULL when the daemon runs without it. */
 static Measure *context_measure(Context *c) {

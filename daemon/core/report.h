@@ -8,7 +8,7 @@
  *
  * report_build() writes every section; the measured ones (timebase, phases,
  * probe, boot, totals, vm_downtime) start as "missing" with a reason and are
- * filled by the measurement (daemon/measure.c) through Context.measure.
+ * filled by the measurement (daemon/measure/measure.c) through Context.measure.
  */
 
 #include <sys/uio.h>

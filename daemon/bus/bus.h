@@ -10,7 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "context.h"
-#include "vms.h"
+#include "vm-steps.h"
 
 #define UPGRADE_BUS_NAME      "org.upgraded.Upgrade1"
 #define UPGRADE_OBJECT_PATH   "/org/upgraded/Upgrade1"

@@ -54,14 +54,14 @@ typedef struct ContextOps {
 	void (*report_ready)(Context *c, Update *u, const char *path, void *userdata);
 } ContextOps;
 
-/* The commit preconditions (daemon/vms.c: VM inventory, policy_decide_vm(),
+/* The commit preconditions (daemon/vm/vm-steps.c: VM inventory, policy_decide_vm(),
  * policy_check_commit()). Sets *ret_decisions (a JSON object, also on refusal) and
  * returns 1 when the commit may proceed, 0 when the policy refuses it (*ret_refusal:
  * the blocking reasons, one sentence), < 0 on error (*ret_refusal may say why). */
 typedef int (*CommitCheck)(Context *c, Update *u, void *userdata, json_object **ret_decisions,
                            char **ret_refusal);
 
-/* Measurement seams (daemon/measure.c), all optional. handoff_prepare runs right
+/* Measurement seams (daemon/measure/measure.c), all optional. handoff_prepare runs right
  * before the handoff record is written (it stores what must survive the kexec in
  * u->measure); handoff_request right before the kexec is requested (what it adds
  * is persisted, best effort, with the "handoff-requested" phase); report_extend
