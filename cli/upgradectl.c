@@ -15,18 +15,13 @@
 
 #include "cli-json.h"
 #include "config.h"
+#include "json-util.h"
 #include "log.h"
 #include "macros.h"
 #include "policy.h"
 #include "report-print.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
-
-#define BUS_NAME      "org.upgraded.Upgrade1"
-#define OBJECT_PATH   "/org/upgraded/Upgrade1"
-#define MANAGER_IFACE "org.upgraded.Upgrade1.Manager"
-#define UPDATE_IFACE  "org.upgraded.Upgrade1.Update"
-#define UPDATE_PREFIX "/org/upgraded/Upgrade1/update/"
+#include "upgrade-bus.h"
 
 #define WAIT_TIMEOUT_USEC        (10ULL * 60 * 1000000)
 #define FOLLOW_CALL_TIMEOUT_USEC (5ULL * 1000000)
@@ -54,8 +49,6 @@ static bool arg_dry_run = false;
 static const char *arg_initrd = NULL;
 static const char *arg_cmdline = NULL;
 static char **arg_properties = NULL;
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 typedef struct Verb {
 	const char *name;
@@ -116,14 +109,14 @@ static int get_string_property(sd_bus *bus, const char *path, const char *iface,
                                char **ret) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 
-	return sd_bus_get_property_string(bus, BUS_NAME, path, iface, name, &e, ret);
+	return sd_bus_get_property_string(bus, UPGRADE_BUS_NAME, path, iface, name, &e, ret);
 }
 
 static int get_u32_property(sd_bus *bus, const char *path, const char *iface, const char *name,
                             uint32_t *ret) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 
-	return sd_bus_get_property_trivial(bus, BUS_NAME, path, iface, name, &e, 'u', ret);
+	return sd_bus_get_property_trivial(bus, UPGRADE_BUS_NAME, path, iface, name, &e, 'u', ret);
 }
 
 static int call_string(sd_bus *bus, const char *method, const char *arg, char **ret,
@@ -133,11 +126,11 @@ static int call_string(sd_bus *bus, const char *method, const char *arg, char **
 	int r;
 
 	if (arg)
-		r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, method, e, &reply,
-		                       "s", arg);
+		r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH,
+		                       UPGRADE_MANAGER_IFACE, method, e, &reply, "s", arg);
 	else
-		r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, method, e, &reply,
-		                       NULL);
+		r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH,
+		                       UPGRADE_MANAGER_IFACE, method, e, &reply, NULL);
 	if (r < 0)
 		return r;
 	r = sd_bus_message_read(reply, "s", &s);
@@ -203,7 +196,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
 	int r;
 
 	f->changed = true;
-	if (sd_bus_message_read(m, "s", &iface) < 0 || !streq(iface, UPDATE_IFACE))
+	if (sd_bus_message_read(m, "s", &iface) < 0 || !streq(iface, UPGRADE_UPDATE_IFACE))
 		return 0;
 	if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
 		return 0;
@@ -244,7 +237,7 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
 	const char *name, *old_owner, *new_owner;
 
 	if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) >= 0 &&
-	    streq(name, BUS_NAME) && !*new_owner)
+	    streq(name, UPGRADE_BUS_NAME) && !*new_owner)
 		f->daemon_gone = true;
 	return 0;
 }
@@ -260,15 +253,15 @@ static int add_follow_matches(sd_bus *bus, Follow *f) {
 
 	r = sd_bus_add_match(
 	        bus, NULL,
-	        "type='signal',sender='" BUS_NAME "',"
+	        "type='signal',sender='" UPGRADE_BUS_NAME "',"
 	        "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-	        "path_namespace='/org/upgraded/Upgrade1/update'",
+	        "path_namespace='" UPGRADE_UPDATE_PREFIX "'",
 	        on_properties_changed, f);
 	if (r < 0)
 		return r;
 	return sd_bus_add_match(bus, NULL,
-	                        "type='signal',sender='" BUS_NAME "',interface='" UPDATE_IFACE
-	                        "',member='Finished'",
+	                        "type='signal',sender='" UPGRADE_BUS_NAME
+	                        "',interface='" UPGRADE_UPDATE_IFACE "',member='Finished'",
 	                        on_finished, f);
 }
 
@@ -279,8 +272,8 @@ static void print_update_vms(sd_bus *bus, const char *path) {
 	const char *name, *strategy, *result;
 	bool header = false;
 
-	if (sd_bus_get_property(bus, BUS_NAME, path, UPDATE_IFACE, "VMs", &e, &reply, "a(sss)") <
-	            0 ||
+	if (sd_bus_get_property(bus, UPGRADE_BUS_NAME, path, UPGRADE_UPDATE_IFACE, "VMs", &e,
+	                        &reply, "a(sss)") < 0 ||
 	    sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
 		return;
 	while (sd_bus_message_read(reply, "(sss)", &name, &strategy, &result) > 0) {
@@ -331,7 +324,7 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 		}
 		if (f->changed) {
 			f->changed = false;
-			r = get_string_property(bus, path, UPDATE_IFACE, "Phase", &phase);
+			r = get_string_property(bus, path, UPGRADE_UPDATE_IFACE, "Phase", &phase);
 			if (r == -ETIMEDOUT) {
 				/* The daemon runs the commit steps in its event loop and answers
 				 * when a step is done; one that died answers never. The signal
@@ -343,9 +336,10 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 			}
 			if (r < 0)
 				return fail_bus("Reading the update's phase failed", NULL, r);
-			(void)get_u32_property(bus, path, UPDATE_IFACE, "Progress", &progress);
-			(void)get_string_property(bus, path, UPDATE_IFACE, "State", &state);
-			(void)get_string_property(bus, path, UPDATE_IFACE, "Error", &error);
+			(void)get_u32_property(bus, path, UPGRADE_UPDATE_IFACE, "Progress",
+			                       &progress);
+			(void)get_string_property(bus, path, UPGRADE_UPDATE_IFACE, "State", &state);
+			(void)get_string_property(bus, path, UPGRADE_UPDATE_IFACE, "Error", &error);
 			/* Phases that went by during these calls are in the queue:
 			 * print them (in order) before deciding on the polled state. */
 			while ((r = sd_bus_process(bus, NULL)) > 0)
@@ -394,7 +388,8 @@ static int verb_stage(sd_bus *bus, char **args, unsigned n) {
 		fprintf(stderr, "--cmdline= and --reuse-cmdline exclude each other.\n");
 		return EXIT_USAGE;
 	}
-	r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "Stage");
+	r = sd_bus_message_new_method_call(bus, &m, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH,
+	                                   UPGRADE_MANAGER_IFACE, "Stage");
 	if (r >= 0)
 		r = sd_bus_message_append(m, "sss", args[0], strempty(arg_initrd),
 		                          strempty(arg_cmdline));
@@ -520,8 +515,8 @@ static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 		if (r < 0)
 			return fail_bus("Subscribing to progress failed", NULL, r);
 	}
-	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "Commit", &e, &reply,
-	                       "sa{sv}", n > 0 ? args[0] : "", 0);
+	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
+	                       "Commit", &e, &reply, "sa{sv}", n > 0 ? args[0] : "", 0);
 	if (r < 0)
 		return fail_bus("Commit failed", &e, r);
 	r = sd_bus_message_read(reply, "o", &path);
@@ -542,8 +537,8 @@ static int verb_cancel(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	int r;
 
-	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "Cancel", &e, NULL, "s",
-	                       n > 0 ? args[0] : "");
+	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
+	                       "Cancel", &e, NULL, "s", n > 0 ? args[0] : "");
 	if (r < 0)
 		return fail_bus("Cancel failed", &e, r);
 	return EXIT_OK;
@@ -557,8 +552,8 @@ static int verb_list(sd_bus *bus, char **args, unsigned n) {
 	unsigned count = 0;
 	int r;
 
-	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "ListUpdates", &e, &reply,
-	                       NULL);
+	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
+	                       "ListUpdates", &e, &reply, NULL);
 	if (r < 0)
 		return fail_bus("ListUpdates failed", &e, r);
 	r = sd_bus_message_enter_container(reply, 'a', "(sso)");
@@ -613,8 +608,8 @@ static int verb_restore_vm(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	int r;
 
-	r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_IFACE, "RestoreVM", &e, NULL,
-	                       "s", args[0]);
+	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
+	                       "RestoreVM", &e, NULL, "s", args[0]);
 	if (r < 0)
 		return fail_bus("Restoring the VM failed", &e, r);
 	printf("VM '%s' restored and running.\n", args[0]);
@@ -768,7 +763,7 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	_cleanup_free_ char *path = NULL;
-	const char *iface = MANAGER_IFACE, *name;
+	const char *iface = UPGRADE_MANAGER_IFACE, *name;
 	bool any = false;
 	int r;
 
@@ -777,11 +772,11 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 			fprintf(stderr, "'%s' is not an update id (16 hex digits).\n", args[0]);
 			return EXIT_USAGE;
 		}
-		if (asprintf(&path, "%s%s", UPDATE_PREFIX, args[0]) < 0)
+		if (asprintf(&path, "%s/%s", UPGRADE_UPDATE_PREFIX, args[0]) < 0)
 			return EXIT_FAILED;
-		iface = UPDATE_IFACE;
+		iface = UPGRADE_UPDATE_IFACE;
 	}
-	r = sd_bus_call_method(bus, BUS_NAME, path ?: OBJECT_PATH,
+	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, path ?: UPGRADE_OBJECT_PATH,
 	                       "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s", iface);
 	if (r < 0) {
 		if (path && sd_bus_error_has_names(&e, SD_BUS_ERROR_UNKNOWN_OBJECT,

@@ -30,6 +30,17 @@ int write_all(int fd, const void *buf, size_t size) {
 	return 0;
 }
 
+ssize_t read_at(int fd, void *buf, size_t size, int64_t offset) {
+	for (;;) {
+		ssize_t n = offset < 0 ? read(fd, buf, size) : pread(fd, buf, size, (off_t)offset);
+
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
 static int fsync_parent_dir(const char *path) {
 	_cleanup_free_ char *dir = strdup(path);
 	_cleanup_close_ int fd = -EBADF;
@@ -112,12 +123,9 @@ int read_file_full(const char *path, size_t max_size, char **ret_data, size_t *r
 			buf = nb;
 			alloc = na;
 		}
-		n = read(fd, buf + len, alloc - len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
+		n = read_at(fd, buf + len, alloc - len - 1, -1);
+		if (n < 0)
+			return (int)n;
 		if (n == 0)
 			break;
 		len += (size_t)n;

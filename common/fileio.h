@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -20,3 +21,7 @@ int mkdir_p(const char *path, mode_t mode);
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t size);
+
+/* One read(2) (offset < 0) or pread(2) at offset, retried on EINTR: the number of bytes
+ * read (0 at the end of the file) or -errno. */
+ssize_t read_at(int fd, void *buf, size_t size, int64_t offset);

@@ -53,7 +53,7 @@ char *strstrip(char *s) {
 	return s;
 }
 
-int safe_atou64(const char *s, unsigned long long *ret) {
+int safe_atou64_prefix(const char *s, unsigned long long *ret, const char **ret_end) {
 	unsigned long long v;
 	char *end;
 
@@ -63,8 +63,19 @@ int safe_atou64(const char *s, unsigned long long *ret) {
 	v = strtoull(s, &end, 10);
 	if (errno == ERANGE)
 		return -ERANGE;
-	if (*end != '\0')
-		return -EINVAL;
 	*ret = v;
+	*ret_end = end;
 	return 0;
+}
+
+int safe_atou64(const char *s, unsigned long long *ret) {
+	const char *end = NULL;
+	unsigned long long v;
+	int r = safe_atou64_prefix(s, &v, &end);
+
+	if (r >= 0 && *end != '\0')
+		r = -EINVAL;
+	if (r >= 0)
+		*ret = v;
+	return r;
 }

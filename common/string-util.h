@@ -19,3 +19,7 @@ char *strstrip(char *s);
 
 /* Parses an unsigned decimal with no sign, no spaces and no trailing garbage. */
 int safe_atou64(const char *s, unsigned long long *ret);
+
+/* The decimal number s starts with (a digit first: no sign, no space); *ret_end points
+ * right behind it, at what follows (a unit, a separator). -EINVAL, -ERANGE. */
+int safe_atou64_prefix(const char *s, unsigned long long *ret, const char **ret_end);

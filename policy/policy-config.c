@@ -264,14 +264,12 @@ int policy_parse_size(const char *s, uint64_t *ret) {
 		{ "MiB", 20 }, { "G", 30 }, { "GiB", 30 }, { "T", 40 },   { "TiB", 40 },
 	};
 	unsigned long long v;
-	char *end;
+	const char *end;
+	int r;
 
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
+	r = safe_atou64_prefix(s, &v, &end);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(units); i++)
 		if (streq(end, units[i].suffix)) {
 			if (units[i].shift > 0 && v > (UINT64_MAX >> units[i].shift))

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-util.h"
 #include "path-util.h"
 #include "policy-internal.h"
 
@@ -116,12 +117,6 @@ static bool reasons_blocking(const PolicyReasons *r) {
 			return true;
 	return false;
 }
-
-static void json_object_putp(json_object **j) {
-	if (*j)
-		json_object_put(*j);
-}
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 /* Adds key: value to o; takes the value even on failure. */
 static int json_add(json_object *o, const char *key, json_object *v) {

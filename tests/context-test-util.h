@@ -19,7 +19,7 @@
 #include "log.h"
 #include "path-util.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 #define OLD_KERNEL "6.1.0-47-cloud-amd64"
 #define NEW_KERNEL "6.1.0-57-cloud-amd64"

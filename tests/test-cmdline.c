@@ -6,7 +6,7 @@
 
 #include "cmdline.h"
 #include "macros.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 static void expect_invalid(const char *s) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;

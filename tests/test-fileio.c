@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "fileio.h"
+#include "json-util.h"
 #include "macros.h"
 #include "path-util.h"
 
@@ -119,6 +120,42 @@ static void test_mkdir_p(void **state) {
 	assert_int_equal(mkdir_p(f, 0755), -ENOTDIR);
 }
 
+/* read_at: a read at the fd's offset moves it, a pread at an offset leaves it alone. */
+static void test_read_at(void **state) {
+	_cleanup_free_ char *p = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	char buf[8] = {};
+
+	assert_int_equal(path_join(*state, "f", &p), 0);
+	assert_int_equal(write_file_atomic(p, "abcdef", 6, 0600), 0);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(read_at(fd, buf, 2, 3), 2);
+	assert_memory_equal(buf, "de", 2);
+	assert_int_equal(read_at(fd, buf, 3, -1), 3);
+	assert_memory_equal(buf, "abc", 3);
+	assert_int_equal(read_at(fd, buf, sizeof(buf), 6), 0);
+	assert_int_equal(read_at(-1, buf, 1, -1), -EBADF);
+}
+
+/* json_write_file_atomic makes the directory and writes a document that reads back. */
+static void test_json_write_file_atomic(void **state) {
+	_cleanup_free_ char *dir = NULL, *p = NULL;
+	_cleanup_json_ json_object *o = json_object_new_object(), *back = NULL;
+	json_object *v;
+
+	assert_non_null(o);
+	assert_int_equal(json_object_object_add(o, "path", json_object_new_string("/a/b")), 0);
+	assert_int_equal(path_join(*state, "new/dir", &dir), 0);
+	assert_int_equal(path_join(dir, "doc.json", &p), 0);
+	assert_int_equal(json_write_file_atomic(dir, p, o), 0);
+	back = json_object_from_file(p);
+	assert_non_null(back);
+	assert_true(json_object_object_get_ex(back, "path", &v));
+	assert_string_equal(json_object_get_string(v), "/a/b");
+	assert_int_equal(count_entries(dir), 1);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_write_file_atomic_replaces_and_leaves_no_temp,
@@ -130,6 +167,9 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_read_file_full_empty, setup_tmpdir,
 		                                teardown_tmpdir),
 		cmocka_unit_test_setup_teardown(test_mkdir_p, setup_tmpdir, teardown_tmpdir),
+		cmocka_unit_test_setup_teardown(test_read_at, setup_tmpdir, teardown_tmpdir),
+		cmocka_unit_test_setup_teardown(test_json_write_file_atomic, setup_tmpdir,
+		                                teardown_tmpdir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 
 #include "daemon-test-util.h"
 #include "image.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 typedef struct Fixture {
 	char *root;

@@ -16,7 +16,7 @@
 #include "daemon-test-util.h"
 #include "kexec-loader.h"
 #include "path-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 #define KERNEL "/boot/vmlinuz-test"
 

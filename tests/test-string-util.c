@@ -57,12 +57,31 @@ static void test_safe_atou64(void **state) {
 	assert_int_equal(v, 7);
 }
 
+static void test_safe_atou64_prefix(void **state) {
+	unsigned long long v = 7;
+	const char *end = NULL;
+
+	assert_int_equal(safe_atou64_prefix("512MiB", &v, &end), 0);
+	assert_int_equal(v, 512);
+	assert_string_equal(end, "MiB");
+	assert_int_equal(safe_atou64_prefix("42", &v, &end), 0);
+	assert_int_equal(v, 42);
+	assert_string_equal(end, "");
+	v = 7;
+	end = NULL;
+	assert_int_equal(safe_atou64_prefix("K1", &v, &end), -EINVAL);
+	assert_int_equal(safe_atou64_prefix("99999999999999999999G", &v, &end), -ERANGE);
+	assert_int_equal(v, 7);
+	assert_null(end);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_string_has_cc),
 		cmocka_unit_test(test_strv_extend_and_length),
 		cmocka_unit_test(test_strstrip),
 		cmocka_unit_test(test_safe_atou64),
+		cmocka_unit_test(test_safe_atou64_prefix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,7 @@
 #include "measure.h"
 #include "path-util.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 #include "vm.h"
 #include "vm-steps.h"
 

@@ -3,7 +3,7 @@
 
 #include "bus-options.h"
 #include "macros.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 int bus_read_stage_options(sd_bus_message *m, StageOptions *ret, sd_bus_error *error) {
 	StageOptions o = {};

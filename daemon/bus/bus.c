@@ -12,7 +12,7 @@
 #include "macros.h"
 #include "path-util.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 #define POLKIT_NAME         "org.freedesktop.PolicyKit1"
 #define POLKIT_PATH         "/org/freedesktop/PolicyKit1/Authority"

@@ -10,13 +10,8 @@
 #include <systemd/sd-event.h>
 
 #include "context.h"
+#include "upgrade-bus.h"
 #include "vm-steps.h"
-
-#define UPGRADE_BUS_NAME      "org.upgraded.Upgrade1"
-#define UPGRADE_OBJECT_PATH   "/org/upgraded/Upgrade1"
-#define UPGRADE_MANAGER_IFACE "org.upgraded.Upgrade1.Manager"
-#define UPGRADE_UPDATE_IFACE  "org.upgraded.Upgrade1.Update"
-#define UPGRADE_UPDATE_PREFIX "/org/upgraded/Upgrade1/update"
 
 typedef enum KexecTrigger {
 	KEXEC_TRIGGER_SYSTEMD, /* StartUnit("kexec.target", "replace-irreversibly") */

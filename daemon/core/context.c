@@ -14,18 +14,17 @@
 #include "fileio.h"
 #include "health.h"
 #include "image.h"
+#include "json-util.h"
 #include "kexec-loader.h"
 #include "log.h"
 #include "path-util.h"
 #include "report.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 #define RECORD_MAX   (1u << 20)
 /* kdump-tools' loader: what "restore the previous crash image" runs on cancel. */
 #define KDUMP_CONFIG "/usr/sbin/kdump-config"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 static const char *const hook_prefix[_HOOK_KIND_MAX] = {
 	[HOOK_PRE_HANDOFF] = "pre",
@@ -244,18 +243,6 @@ static int context_save_memmap(Context *c, Update *u) {
 	return r;
 }
 
-static int write_json(const char *dir, const char *path, json_object *o) {
-	const char *s;
-	int r;
-
-	r = mkdir_p(dir, 0755);
-	if (r < 0)
-		return r;
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-	                                              JSON_C_TO_STRING_NOSLASHESCAPE);
-	return write_file_atomic(path, s, strlen(s), 0644);
-}
-
 /* Writes u's record. Then gives the test seam its chance to "crash". */
 static int context_persist(Context *c, Update *u) {
 	_cleanup_(json_object_putp) json_object *o = NULL;
@@ -270,7 +257,7 @@ static int context_persist(Context *c, Update *u) {
 		return r;
 	if (asprintf(&dir, "%s/updates", c->state_dir) < 0)
 		return -ENOMEM;
-	r = write_json(dir, path, o);
+	r = json_write_file_atomic(dir, path, o);
 	if (r < 0)
 		return log_error_errno(r, "Failed to persist update record '%s': %m", path);
 	c->persist_step++;
@@ -341,7 +328,7 @@ static int context_write_report(Context *c, Update *u) {
 		return r;
 	if (asprintf(&dir, "%s/reports", c->state_dir) < 0)
 		return -ENOMEM;
-	r = write_json(dir, path, o);
+	r = json_write_file_atomic(dir, path, o);
 	if (r < 0)
 		return log_error_errno(r, "Failed to write report '%s': %m", path);
 	r = update_set_string(&c->last_report, u->id);

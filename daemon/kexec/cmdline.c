@@ -7,7 +7,7 @@
 #include "cmdline.h"
 #include "macros.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 /* Finds the next word of a kernel command line the way the kernel's
  * next_arg() does: whitespace separates, double quotes group. Returns false at

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "fileio.h"
 #include "macros.h"
 
 const char *digest_implementation(void) {
@@ -22,13 +23,10 @@ int digest_file(int fd, char ret_hex[DIGEST_SHA256_HEX_SIZE], uint64_t *ret_size
 	 * and the daemon never runs under an emulator that inverts the order. */
 	sha256_init_impl(&c, sha256_impl_best());
 	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)off);
+		ssize_t n = read_at(fd, buf, sizeof(buf), (int64_t)off);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
+		if (n < 0)
+			return (int)n;
 		if (n == 0)
 			break;
 		sha256_update(&c, buf, (size_t)n);

@@ -12,7 +12,7 @@
 #include "macros.h"
 #include "path-util.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 void image_file_done(ImageFile *f) {
 	if (!f)

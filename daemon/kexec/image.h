@@ -6,7 +6,7 @@
  * ownership and mode checks, the x86 bzImage setup header (validated by the
  * loader's parser, loader/bzimage.h, the same one the kexec_load backend uses),
  * size/mtime/digest.
- * Errors are reported as named D-Bus errors (upgrade-errors.h) in *error.
+ * Errors are reported as named D-Bus errors (common/upgrade-bus.h) in *error.
  */
 
 #include <stdbool.h>

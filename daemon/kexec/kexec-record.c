@@ -15,13 +15,12 @@
 
 #include "digest.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "kexec-backend.h"
 #include "macros.h"
 #include "path-util.h"
 
 #define RECORD_PATH "/run/upgraded/kexec-record.json"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 static int record_read(const char *root, json_object **ret) {
 	_cleanup_free_ char *path = NULL, *data = NULL;
@@ -55,7 +54,6 @@ static int record_read(const char *root, json_object **ret) {
 
 static int record_write(const char *root, json_object *o) {
 	_cleanup_free_ char *path = NULL, *dir = NULL;
-	const char *s;
 	int r;
 
 	r = path_prefix_root(root, RECORD_PATH, &path);
@@ -64,12 +62,7 @@ static int record_write(const char *root, json_object *o) {
 	r = path_prefix_root(root, "/run/upgraded", &dir);
 	if (r < 0)
 		return r;
-	r = mkdir_p(dir, 0755);
-	if (r < 0)
-		return r;
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-	                                              JSON_C_TO_STRING_NOSLASHESCAPE);
-	return write_file_atomic(path, s, strlen(s), 0644);
+	return json_write_file_atomic(dir, path, o);
 }
 
 static int record_append(const char *root, json_object *req, const char *loaded_key, bool loaded) {

@@ -16,11 +16,12 @@
 
 #include "fileio.h"
 #include "image.h"
+#include "json-util.h"
 #include "measure.h"
 #include "log.h"
 #include "path-util.h"
 #include "string-util.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 #include "vm.h"
 #include "vm-steps.h"
 
@@ -33,8 +34,6 @@ struct VmWiring {
 	char *uri;
 	virConnectPtr conn;
 };
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 /* ---- constructors / destructors ---- */
 

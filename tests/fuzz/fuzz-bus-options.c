@@ -17,7 +17,7 @@
 
 #include "bus-options.h"
 #include "macros.h"
-#include "upgrade-errors.h"
+#include "upgrade-bus.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

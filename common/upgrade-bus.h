@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* D-Bus error names of org.upgraded.Upgrade1 (docs/dbus-api.md lists when each is
- * returned). Shared by the daemon and upgradectl, which maps them to exit codes. */
+/* The public names of org.upgraded.Upgrade1 (docs/dbus-api.md): the bus name, the object
+ * paths and interfaces, the error names (docs/dbus-api.md lists when each is returned) and
+ * the polkit action. The one copy the daemon and upgradectl both include; upgradectl maps
+ * the errors to exit codes. */
+
+#define UPGRADE_BUS_NAME      "org.upgraded.Upgrade1"
+#define UPGRADE_OBJECT_PATH   "/org/upgraded/Upgrade1"
+#define UPGRADE_MANAGER_IFACE "org.upgraded.Upgrade1.Manager"
+#define UPGRADE_UPDATE_IFACE  "org.upgraded.Upgrade1.Update"
+/* An update's object: UPGRADE_UPDATE_PREFIX "/" <id> (ids are hex). */
+#define UPGRADE_UPDATE_PREFIX "/org/upgraded/Upgrade1/update"
 
 #define UPGRADE_ERROR_PREFIX "org.upgraded.Upgrade1.Error."
 
