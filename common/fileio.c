@@ -10,6 +10,7 @@
 
 #include "fileio.h"
 #include "macros.h"
+#include "string-util.h"
 
 int write_all(int fd, const void *buf, size_t size) {
 	const char *p = buf;
@@ -138,6 +139,16 @@ int read_file_full(const char *path, size_t max_size, char **ret_data, size_t *r
 	if (ret_size)
 		*ret_size = len;
 	return 0;
+}
+
+int read_u64_file(const char *path, unsigned long long *ret) {
+	_cleanup_free_ char *data = NULL;
+	int r;
+
+	r = read_file_full(path, 64, &data, NULL);
+	if (r < 0)
+		return r;
+	return safe_atou64(strstrip(data), ret);
 }
 
 int mkdir_p(const char *path, mode_t mode) {

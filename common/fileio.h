@@ -17,6 +17,9 @@ int write_file_atomic(const char *path, const void *data, size_t size, mode_t mo
 int read_file_full(const char *path, size_t max_size, char **ret_data, size_t *ret_size);
 
 /* Creates path and its missing parents with mode. Existing directories are fine. */
+/* A small file that holds one unsigned decimal and whitespace (sysfs, procfs). */
+int read_u64_file(const char *path, unsigned long long *ret);
+
 int mkdir_p(const char *path, mode_t mode);
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. */

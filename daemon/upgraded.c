@@ -59,8 +59,8 @@ static int corrupt_then_load(const struct loader_image *img, void *userdata) {
 static void hold_before_handoff(Context *c, Update *u, void *userdata) {
 	_cleanup_free_ char *ready = NULL, *release = NULL;
 
-	if (path_prefix_root(c->root, PANIC_HOLD_READY, &ready) < 0 ||
-	    path_prefix_root(c->root, PANIC_HOLD_RELEASE, &release) < 0 ||
+	if (path_prefix_root(context_root(c), PANIC_HOLD_READY, &ready) < 0 ||
+	    path_prefix_root(context_root(c), PANIC_HOLD_RELEASE, &release) < 0 ||
 	    write_file_atomic(ready, u->id, strlen(u->id), 0644) < 0)
 		return;
 	log_warning("TEST BUILD: update %s holds before its handoff record until '%s' "
@@ -96,7 +96,7 @@ static int crash_points_setup(Context *c) {
 	if (e && (safe_atou64(e, &v) < 0 || v > UINT_MAX))
 		return log_error_errno(-EINVAL, "Invalid UPGRADED_TEST_CRASH_AT='%s'.", e);
 	crash_at = (unsigned)v;
-	c->persist_hook = crash_point;
+	context_set_persist_hook(c, crash_point, NULL);
 	log_warning("TEST BUILD: persisted steps are numbered%s.",
 	            crash_at > 0 ? "; SIGKILL after the one named by UPGRADED_TEST_CRASH_AT" : "");
 	return 0;
@@ -263,13 +263,29 @@ static int open_bus(const char *address, sd_bus **ret) {
 	return 0;
 }
 
+/* Says which kexec backend the daemon uses and, when it is not the first choice or not
+ * usable at all, why. */
+static void log_backend(const Context *c) {
+	const KexecBackend *b = context_backend(c);
+	const char *why;
+	bool fallback;
+
+	if (b->test_only)
+		log_warning("Using the TEST-ONLY kexec backend '%s': nothing is really loaded.",
+		            b->name);
+	if (context_backend_status(c, &why, &fallback) < 0)
+		log_warning("kexec backend %s is not usable: %s", b->name, strna(why));
+	else if (fallback)
+		log_info("kexec backend %s: %s", b->name, strna(why));
+}
+
 static int make_dirs(Context *c) {
 	static const char *const dirs[] = { "/var/lib/upgraded/updates",
 		                            "/var/lib/upgraded/reports", "/run/upgraded" };
 
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		_cleanup_free_ char *p = NULL;
-		int r = path_prefix_root(c->root, dirs[i], &p);
+		int r = path_prefix_root(context_root(c), dirs[i], &p);
 
 		if (r < 0)
 			return r;
@@ -323,11 +339,11 @@ static int run(int argc, char *argv[]) {
 		return r;
 #endif
 #ifdef UPGRADED_TEST_PANIC_HOLD
-	c->handoff_hold = hold_before_handoff;
+	context_set_handoff_hold(c, hold_before_handoff, NULL);
 	log_warning("TEST BUILD: a commit holds before its handoff record until '%s' exists.",
 	            PANIC_HOLD_RELEASE);
 #endif
-	if (c->panic_kernel)
+	if (context_on_panic_kernel(c))
 		log_notice("Started on a crash kernel (%s): an interrupted update is taken over, "
 		           "no VM is restored here.",
 		           CMDLINE_PANIC_MARK);
@@ -349,22 +365,9 @@ static int run(int argc, char *argv[]) {
 			return log_oom();
 		}
 	}
-	if (a.running_kernel) {
-		free(c->running_kernel);
-		c->running_kernel = strdup(a.running_kernel);
-		if (!c->running_kernel)
-			return log_oom();
-	}
-	if (a.boot_id)
-		memcpy(c->boot_id, a.boot_id, 33);
-	if (c->backend->test_only)
-		log_warning("Using the TEST-ONLY kexec backend '%s': nothing is really loaded.",
-		            c->backend->name);
-	if (c->backend_status < 0)
-		log_warning("kexec backend %s is not usable: %s", c->backend->name,
-		            strna(c->backend_reason));
-	else if (c->backend_fallback)
-		log_info("kexec backend %s: %s", c->backend->name, strna(c->backend_reason));
+	if (context_set_host(c, a.running_kernel, a.boot_id) < 0)
+		return log_oom();
+	log_backend(c);
 	r = make_dirs(c);
 	if (r < 0)
 		return r;
@@ -430,7 +433,7 @@ static int run(int argc, char *argv[]) {
 
 	(void)sd_notify(false, "READY=1\nSTATUS=Serving " UPGRADE_BUS_NAME);
 	log_info("Serving %s (state %s, backend %s).", UPGRADE_BUS_NAME, context_state(c),
-	         c->backend->name);
+	         context_backend(c)->name);
 	r = sd_event_loop(event);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");

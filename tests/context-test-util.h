@@ -14,7 +14,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 
-#include "context.h"
+#include "context-private.h" /* the tests look inside the state machine */
 #include "daemon-test-util.h"
 #include "log.h"
 #include "path-util.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "health.h"
+#include "handoff-facts.h"
 #include "macros.h"
 
 /* /proc/interrupts rows in the layout of Linux 6.1 arch/x86/kernel/irq.c
@@ -159,41 +159,66 @@ static void test_health_edac(void **state) {
 	rm_rf(d);
 }
 
-static void test_health_gather(void **state) {
+static bool holds_bytes(void) {
+	return true;
+}
+
+static int map_unchanged(const char *root) {
+	return 1;
+}
+
+/* handoff_facts_gather: every fact from the files below root and the backend's table. */
+static void test_handoff_facts_gather(void **state) {
+	static const KexecBackend holding = { .name = "holding",
+		                              .holds_staged_bytes = holds_bytes,
+		                              .memory_map_unchanged = map_unchanged };
 	_cleanup_free_ char *root = tmpdir();
 	HandoffFacts f = { .taint = 5 };
 
-	/* Nothing there: both unknown, other facts untouched. */
-	health_gather(root, &f);
+	/* Nothing there: everything unknown; the digests are always taken at stage. */
+	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_false(f.have_mce);
 	assert_false(f.have_edac);
-	assert_int_equal(f.taint, 5);
+	assert_false(f.have_taint);
+	assert_false(f.files_unchanged);
+	assert_false(f.memory_map_unchanged);
+	assert_false(f.iommu_enabled);
+	assert_true(f.digests_at_stage);
+
+	/* What the backend holds, the taint flags and an IOMMU. */
+	put(root, "proc/sys/kernel/tainted", "4096\n");
+	put(root, "sys/class/iommu/dmar0/uevent", "\n");
+	handoff_facts_gather(root, &holding, &f);
+	assert_true(f.files_unchanged);
+	assert_true(f.memory_map_unchanged);
+	assert_true(f.have_taint);
+	assert_int_equal(f.taint, 4096);
+	assert_true(f.iommu_enabled);
 
 	/* Counters without the machinecheck subsystem: the kernel does not handle
 	 * machine checks, so even a clean /proc/interrupts proves nothing. */
 	put(root, "proc/interrupts", " MCE: 0 0 Machine check exceptions\n");
 	put(root, "dev/kmsg", "6,0,0,-;Linux version\n");
-	health_gather(root, &f);
+	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_false(f.have_mce);
 
 	put(root, "sys/devices/system/machinecheck/machinecheck0/check_interval", "300\n");
-	health_gather(root, &f);
+	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_true(f.have_mce);
 	assert_int_equal(f.mce_errors, 0);
 
 	put(root, "dev/kmsg", kmsg);
 	put(root, "sys/devices/system/edac/mc/mc0/ce_count", "2\n");
 	put(root, "sys/devices/system/edac/mc/mc0/ue_count", "0\n");
-	health_gather(root, &f);
+	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_true(f.have_mce);
 	assert_int_equal(f.mce_errors, 2);
 	assert_true(f.have_edac);
 	assert_int_equal(f.edac_errors, 2);
 
 	/* A log that lost its first records cannot prove there was no error. */
-	f = (HandoffFacts){};
 	put(root, "dev/kmsg", "6,40,0,-;late record\n");
-	health_gather(root, &f);
+	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_false(f.have_mce);
 	assert_true(f.have_edac);
 	rm_rf(root);
@@ -207,7 +232,7 @@ int main(void) {
 		cmocka_unit_test(test_health_kmsg_count),
 		cmocka_unit_test(test_health_kmsg_incomplete),
 		cmocka_unit_test(test_health_edac),
-		cmocka_unit_test(test_health_gather),
+		cmocka_unit_test(test_handoff_facts_gather),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

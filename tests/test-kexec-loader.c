@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "context.h"
+#include "context-private.h" /* the tests look inside the state machine */
 #include "daemon-test-util.h"
 #include "kexec-loader.h"
 #include "path-util.h"

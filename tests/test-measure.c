@@ -15,7 +15,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 
-#include "context.h"
+#include "context-private.h" /* the tests look inside the state machine */
 #include "daemon-test-util.h"
 #include "measure.h"
 #include "path-util.h"

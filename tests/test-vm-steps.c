@@ -14,7 +14,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "context.h"
+#include "context-private.h" /* the tests look inside the state machine */
 #include "daemon-test-util.h"
 #include "measure.h"
 #include "path-util.h"

@@ -203,28 +203,30 @@ static int property_get_state(sd_bus *bus, const char *path, const char *iface,
 static int property_get_staged_kernel(sd_bus *bus, const char *path, const char *iface,
                                       const char *property, sd_bus_message *reply, void *userdata,
                                       sd_bus_error *error) {
-	Context *c = ((Manager *)userdata)->context;
+	Update *u = context_active(((Manager *)userdata)->context);
 
-	return sd_bus_message_append(reply, "s", c->active ? c->active->kernel.path : "");
+	return sd_bus_message_append(reply, "s", u ? u->kernel.path : "");
 }
 
 static int property_get_running_kernel(sd_bus *bus, const char *path, const char *iface,
                                        const char *property, sd_bus_message *reply, void *userdata,
                                        sd_bus_error *error) {
-	return sd_bus_message_append(reply, "s", ((Manager *)userdata)->context->running_kernel);
+	return sd_bus_message_append(reply, "s",
+	                             context_running_kernel(((Manager *)userdata)->context));
 }
 
 static int property_get_last_report(sd_bus *bus, const char *path, const char *iface,
                                     const char *property, sd_bus_message *reply, void *userdata,
                                     sd_bus_error *error) {
 	return sd_bus_message_append(reply, "s",
-	                             strempty(((Manager *)userdata)->context->last_report));
+	                             strempty(context_last_report(((Manager *)userdata)->context)));
 }
 
 static int property_get_backend(sd_bus *bus, const char *path, const char *iface,
                                 const char *property, sd_bus_message *reply, void *userdata,
                                 sd_bus_error *error) {
-	return sd_bus_message_append(reply, "s", ((Manager *)userdata)->context->backend->name);
+	return sd_bus_message_append(reply, "s",
+	                             context_backend(((Manager *)userdata)->context)->name);
 }
 
 static int property_get_update_state(sd_bus *bus, const char *path, const char *iface,
@@ -390,6 +392,8 @@ static int method_cancel(sd_bus_message *m, void *userdata, sd_bus_error *error)
 static int method_list_updates(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	Context *c = ((Manager *)userdata)->context;
+	Update *const *updates;
+	size_t n;
 	int r;
 
 	r = sd_bus_message_new_method_return(m, &reply);
@@ -398,9 +402,10 @@ static int method_list_updates(sd_bus_message *m, void *userdata, sd_bus_error *
 	r = sd_bus_message_open_container(reply, 'a', "(sso)");
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < c->n_updates; i++) {
+	updates = context_updates(c, &n);
+	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *path = NULL;
-		Update *u = c->updates[i];
+		Update *u = updates[i];
 
 		r = update_object_path(u, &path);
 		if (r < 0)
@@ -569,13 +574,14 @@ static int update_object_find(sd_bus *bus, const char *path, const char *iface, 
 
 static int update_node_enumerator(sd_bus *bus, const char *path, void *userdata, char ***nodes,
                                   sd_bus_error *error) {
-	Context *c = ((Manager *)userdata)->context;
-	char **l = calloc(c->n_updates + 1, sizeof(char *));
+	size_t n;
+	Update *const *updates = context_updates(((Manager *)userdata)->context, &n);
+	char **l = calloc(n + 1, sizeof(char *));
 
 	if (!l)
 		return -ENOMEM;
-	for (size_t i = 0; i < c->n_updates; i++)
-		if (update_object_path(c->updates[i], &l[i]) < 0) {
+	for (size_t i = 0; i < n; i++)
+		if (update_object_path(updates[i], &l[i]) < 0) {
 			strv_free(l);
 			return -ENOMEM;
 		}
@@ -663,7 +669,7 @@ static int request_kexec(Context *c, Update *u, void *userdata) {
 	if (mgr->trigger == KEXEC_TRIGGER_RECORD) {
 		_cleanup_free_ char *path = NULL, *dir = NULL, *data = NULL;
 
-		r = path_prefix_root(c->root, "/run/upgraded", &dir);
+		r = path_prefix_root(context_root(c), "/run/upgraded", &dir);
 		if (r < 0)
 			return r;
 		r = mkdir_p(dir, 0755);
@@ -718,14 +724,15 @@ int manager_bus_attach(Manager *mgr) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to add the object manager: %m");
 
-	mgr->context->ops = (ContextOps){
-		.request_kexec = request_kexec,
-		.update_changed = on_update_changed,
-		.update_added = on_update_added,
-		.manager_changed = on_manager_changed,
-		.finished = on_finished,
-		.report_ready = on_report_ready,
-	};
-	mgr->context->ops_userdata = mgr;
+	context_set_ops(mgr->context,
+	                &(ContextOps){
+	                        .request_kexec = request_kexec,
+	                        .update_changed = on_update_changed,
+	                        .update_added = on_update_added,
+	                        .manager_changed = on_manager_changed,
+	                        .finished = on_finished,
+	                        .report_ready = on_report_ready,
+	                },
+	                mgr);
 	return 0;
 }

@@ -86,48 +86,6 @@ typedef int (*PersistHook)(Context *c, Update *u, unsigned step, void *userdata)
  * production daemon never sets it. */
 typedef void (*HandoffHold)(Context *c, Update *u, void *userdata);
 
-struct Context {
-	char *root;      /* NULL for "/" */
-	Policy *policy;  /* NULL: built-in behaviour (unit tests); owned */
-	char *state_dir; /* <root>/var/lib/upgraded */
-	char **allowed_roots;
-	uid_t image_owner;
-
-	const KexecBackend *backend;
-	int backend_status;    /* 0 usable, < 0 errno from probe */
-	char *backend_reason;  /* why not usable, or why the default was not chosen */
-	bool backend_fallback; /* kexec_file because kexec_load cannot be used here */
-
-	char *running_kernel; /* uname -r */
-	char boot_id[33];
-	/* Started on the crash kernel of a panic image (CMDLINE_PANIC_MARK on
-	 * <root>/proc/cmdline): recovery takes over the interrupted update with an
-	 * ordinary kexec and touches no VM (docs/state-machine.md). */
-	bool panic_kernel;
-
-	Update **updates;
-	size_t n_updates;
-	Update *active; /* the one update not in a terminal state, or NULL */
-	char *last_report;
-
-	Hook *hooks;
-	size_t n_hooks;
-
-	ContextOps ops;
-	void *ops_userdata;
-	ContextMeasure measure;
-
-	CommitCheck commit_check;
-	void *commit_check_userdata;
-
-	PersistHook persist_hook;
-	void *persist_hook_userdata;
-	unsigned persist_step;
-
-	HandoffHold handoff_hold;
-	void *handoff_hold_userdata;
-};
-
 typedef struct StageRequest {
 	const char *kernel;
 	const char *initrd;  /* "" or NULL: none */
@@ -178,6 +136,35 @@ const char *context_state(Context *c);
 int context_describe(Context *c, char **ret_json);
 int context_get_report(Context *c, const char *id, char **ret_json, sd_bus_error *error);
 int context_report_path(Context *c, const char *id, char **ret);
+/* ---- accessors: Context is private to the state machine (context-private.h) ---- */
+
+const char *context_root(const Context *c);     /* NULL for "/" */
+const Policy *context_policy(const Context *c); /* NULL: built-in behaviour */
+const KexecBackend *context_backend(const Context *c);
+/* The backend's probe result (< 0: not usable here) and why it, or the fallback, was
+ * chosen (NULL when the first choice works); *ret_fallback: kexec_file instead of kexec_load. */
+int context_backend_status(const Context *c, const char **ret_reason, bool *ret_fallback);
+const char *context_running_kernel(const Context *c);
+const char *context_boot_id(const Context *c);
+/* Started on the crash kernel of a panic image (docs/state-machine.md). */
+bool context_on_panic_kernel(const Context *c);
+/* Every loaded update, oldest first; *ret_n of them. */
+Update *const *context_updates(const Context *c, size_t *ret_n);
+/* The one update not in a terminal state, or NULL. */
+Update *context_active(const Context *c);
+const char *context_last_report(const Context *c);
+/* The measurement's userdata when a measurement is attached (its handoff_prepare set). */
+void *context_measure_userdata(const Context *c);
+
+/* TEST ONLY (upgraded --running-kernel/--boot-id with --root): what the host is. NULL
+ * leaves a value as it is; boot_id is 32 hex digits. */
+int context_set_host(Context *c, const char *running_kernel, const char *boot_id);
+void context_set_ops(Context *c, const ContextOps *ops, void *userdata);
+void context_set_measure(Context *c, const ContextMeasure *m);
+void context_set_commit_check(Context *c, CommitCheck check, void *userdata);
+void context_set_persist_hook(Context *c, PersistHook hook, void *userdata);
+void context_set_handoff_hold(Context *c, HandoffHold hold, void *userdata);
+
 /* Where stage saved the firmware memory map for update id (the panic path's
  * ordinary kexec out of the crash kernel places the staged kernel with it). */
 int context_memmap_path(Context *c, const char *id, char **ret);

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef enum KexecImageFlags {
 	KEXEC_IMAGE_VERIFIED = 1u << 0, /* purgatory checks every segment's SHA-256 */
@@ -58,6 +59,15 @@ typedef struct KexecBackend {
 	 * (KEXEC_IMAGE_VERIFIED or KEXEC_IMAGE_FAST) without reading or hashing
 	 * anything; NULL when the backend's image has no mode to switch. */
 	int (*set_mode)(const char *root, unsigned flags);
+	/* Bytes purgatory hashes in verified mode for the loaded normal image; NULL when
+	 * the backend cannot say (the kernel's own purgatory). */
+	uint64_t (*verified_bytes)(void);
+	/* Whether the loaded normal image holds the very bytes hashed at stage, so that
+	 * later changes to the files cannot matter; NULL: never (the files are read again). */
+	bool (*holds_staged_bytes)(void);
+	/* 1 when the loaded normal image was placed for the memory map the host has now,
+	 * 0 when the map changed, < 0 when unknown; NULL: the backend places nothing itself. */
+	int (*memory_map_unchanged)(const char *root);
 	/* Which handoff modes it can do (KEXEC_IMAGE_VERIFIED|KEXEC_IMAGE_FAST). */
 	unsigned supported_modes;
 	/* true for backends that must never run outside tests. */
@@ -83,3 +93,14 @@ const KexecBackend *kexec_backend_find(const char *name);
 
 /* A crash kernel reservation exists (<root>/sys/kernel/kexec_crash_size > 0). */
 bool kexec_crash_reserved(const char *root);
+
+/*
+ * The default backend: upgraded's own loader (kexec_load) when
+ * loader_check_usable() and the kernel allow it, otherwise kexec_file_load.
+ * *ret_backend is the one to use; *ret_status is its probe result (< 0: not even
+ * the fallback works here); *ret_reason says why (NULL when the first choice
+ * works); *ret_fallback is true when kexec_file was chosen because kexec_load
+ * cannot be used. ret_reason is newly allocated.
+ */
+int kexec_backend_select(const char *root, const KexecBackend **ret_backend, int *ret_status,
+                         char **ret_reason, bool *ret_fallback);

@@ -24,16 +24,13 @@
 #define KEXEC_FILE_NO_INITRAMFS 0x00000004
 
 static int read_sysfs_u64(const char *root, const char *path, unsigned long long *ret) {
-	_cleanup_free_ char *full = NULL, *data = NULL;
+	_cleanup_free_ char *full = NULL;
 	int r;
 
 	r = path_prefix_root(root, path, &full);
 	if (r < 0)
 		return r;
-	r = read_file_full(full, 64, &data, NULL);
-	if (r < 0)
-		return r;
-	return safe_atou64(strstrip(data), ret);
+	return read_u64_file(full, ret);
 }
 
 static int file_probe(const char *root, char **ret_reason) {
@@ -125,12 +122,6 @@ static int file_is_loaded(const char *root, unsigned flags) {
 	return v != 0;
 }
 
-bool kexec_crash_reserved(const char *root) {
-	unsigned long long v;
-
-	return read_sysfs_u64(root, "/sys/kernel/kexec_crash_size", &v) >= 0 && v > 0;
-}
-
 const KexecBackend kexec_backend_file = {
 	.name = "kexec_file",
 	.probe = file_probe,
@@ -140,13 +131,3 @@ const KexecBackend kexec_backend_file = {
 	.supported_modes = KEXEC_IMAGE_VERIFIED,
 	.test_only = false,
 };
-
-const KexecBackend *kexec_backend_find(const char *name) {
-	static const KexecBackend *const all[] = { &kexec_backend_loader, &kexec_backend_file,
-		                                   &kexec_backend_record };
-
-	for (size_t i = 0; i < ELEMENTSOF(all); i++)
-		if (name && streq(all[i]->name, name))
-			return all[i];
-	return NULL;
-}

@@ -184,6 +184,10 @@ static int loader_is_loaded_op(const char *root, unsigned flags) {
 	return r == -ENOENT ? -ENOSYS : r;
 }
 
+static bool loader_holds_staged_bytes(void) {
+	return kexec_loader_image(false) != NULL;
+}
+
 const KexecBackend kexec_backend_loader = {
 	.name = "kexec_load",
 	.probe = loader_probe,
@@ -191,36 +195,9 @@ const KexecBackend kexec_backend_loader = {
 	.unload = loader_unload_op,
 	.is_loaded = loader_is_loaded_op,
 	.set_mode = loader_set_mode,
+	.verified_bytes = kexec_loader_verified_bytes,
+	.holds_staged_bytes = loader_holds_staged_bytes,
+	.memory_map_unchanged = kexec_loader_memory_map_unchanged,
 	.supported_modes = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_FAST,
 	.test_only = false,
 };
-
-int kexec_backend_select(const char *root, const KexecBackend **ret_backend, int *ret_status,
-                         char **ret_reason, bool *ret_fallback) {
-	_cleanup_free_ char *why_load = NULL, *why_file = NULL;
-	char *s = NULL;
-	int r, k;
-
-	r = kexec_backend_loader.probe(root, &why_load);
-	if (r >= 0) {
-		*ret_backend = &kexec_backend_loader;
-		*ret_status = 0;
-		*ret_reason = NULL;
-		*ret_fallback = false;
-		return 0;
-	}
-	r = kexec_backend_file.probe(root, &why_file);
-	if (r >= 0)
-		k = asprintf(&s, "kexec_load cannot be used (%s): using kexec_file_load instead",
-		             strna(why_load));
-	else
-		k = asprintf(&s, "kexec_load: %s; kexec_file_load: %s", strna(why_load),
-		             strna(why_file));
-	if (k < 0)
-		return -ENOMEM;
-	*ret_backend = &kexec_backend_file;
-	*ret_status = r < 0 ? r : 0;
-	*ret_reason = s;
-	*ret_fallback = true;
-	return 0;
-}

@@ -2,23 +2,12 @@
 #pragma once
 
 /*
- * The "kexec_load" backend's extras: how the daemon picks its backend, and the
- * test seam that replaces the kexec_load system call.
+ * The "kexec_load" backend's extras: what it holds, and the test seam that
+ * replaces the kexec_load system call.
  */
 
 #include "kexec-backend.h"
 #include "loader.h"
-
-/*
- * The default backend: upgraded's own loader (kexec_load) when
- * loader_check_usable() and the kernel allow it, otherwise kexec_file_load.
- * *ret_backend is the one to use; *ret_status is its probe result (< 0: not even
- * the fallback works here); *ret_reason says why (NULL when the first choice
- * works); *ret_fallback is true when kexec_file was chosen because kexec_load
- * cannot be used. ret_reason is newly allocated.
- */
-int kexec_backend_select(const char *root, const KexecBackend **ret_backend, int *ret_status,
-                         char **ret_reason, bool *ret_fallback);
 
 /* Tests: replaces loader_image_load() (NULL restores it). The function sees
  * the built image exactly as the kernel would get it. */

@@ -438,7 +438,7 @@ static void measure_panic_takeover(Context *c, Update *u, void *userdata) {
 }
 
 static bool measure_on_new_kernel(Measure *m, Context *c, const Update *u) {
-	return m->started && u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id);
+	return m->started && u->handoff_boot_id && !streq(u->handoff_boot_id, context_boot_id(c));
 }
 
 /* Finds a VM's probe figures by name in a probe fragment. */
@@ -623,9 +623,9 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 	}
 
 	/* Old-kernel phase: commit request -> reboot request (or -> failure). */
-	commit_ns = stamp_ns(u, "commit-requested", u->handoff_boot_id ?: c->boot_id);
+	commit_ns = stamp_ns(u, "commit-requested", u->handoff_boot_id ?: context_boot_id(c));
 	if (!measure_on_new_kernel(m, c, u)) {
-		uint64_t end = stamp_ns(u, "failed", c->boot_id);
+		uint64_t end = stamp_ns(u, "failed", context_boot_id(c));
 		if (commit_ns && end >= commit_ns) {
 			json_object_array_add(phases,
 			                      phase_new("pre-handoff", 0,
@@ -674,7 +674,7 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 
 	if (have_tb) {
 		json_object *tp = get_obj(get_obj(report, "timebase"), "phases");
-		uint64_t done = stamp_ns(u, "completed", c->boot_id);
+		uint64_t done = stamp_ns(u, "completed", context_boot_id(c));
 		int64_t start = timebase_new_to_axis(&tb, m->start.monotonic_ns);
 
 		json_object_object_add(report, "phase_axis",
@@ -769,23 +769,26 @@ int measure_attach(Measure *m, Context *c) {
 	r = context_add_hook(c, HOOK_PRE_HANDOFF, "measure-open", hook_measure_open, m);
 	if (r < 0)
 		return r;
-	c->measure = (ContextMeasure){ .handoff_prepare = measure_handoff_prepare,
-		                       .panic_takeover = measure_panic_takeover,
-		                       .handoff_request = measure_handoff_request,
-		                       .report_extend = measure_report_extend,
-		                       .userdata = m };
+	context_set_measure(c, &(ContextMeasure){ .handoff_prepare = measure_handoff_prepare,
+	                                          .panic_takeover = measure_panic_takeover,
+	                                          .handoff_request = measure_handoff_request,
+	                                          .report_extend = measure_report_extend,
+	                                          .userdata = m });
 	return 0;
 }
 
 int measure_daemon_start(Measure *m, Context *c) {
 	const Update *pending = NULL;
+	Update *const *updates;
+	size_t n;
 
 	if (!m || !c)
 		return -EINVAL;
-	for (size_t i = 0; i < c->n_updates; i++) {
-		Update *u = c->updates[i];
+	updates = context_updates(c, &n);
+	for (size_t i = 0; i < n; i++) {
+		Update *u = updates[i];
 		if ((u->state == UPDATE_COMMITTING || u->state == UPDATE_COMPLETING) &&
-		    u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id))
+		    u->handoff_boot_id && !streq(u->handoff_boot_id, context_boot_id(c)))
 			pending = u;
 	}
 	if (!pending)

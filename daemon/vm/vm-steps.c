@@ -228,7 +228,7 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 	_cleanup_(json_object_putp) json_object *o = NULL, *a = NULL, *vj = NULL;
 	_cleanup_free_ VmDecision *d = NULL;
 	_cleanup_free_ char *refusal = NULL;
-	const Policy *p = c->policy;
+	const Policy *p = context_policy(c);
 	PolicyVerdict verdict = {};
 	CommitFacts facts = {};
 	size_t n_active = 0;
@@ -313,10 +313,10 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 	/* 3. The preconditions. */
 	facts = (CommitFacts){ .vms = d, .n_vms = n_active, .staged = true };
 	facts.have_free_space =
-	        free_bytes(c->root, p->checkpoint_dir, &facts.checkpoint_free_bytes) >= 0;
-	facts.kernel_loaded = c->backend->is_loaded(c->root, 0) > 0;
-	facts.staged_unchanged =
-	        image_unchanged(c->root, &u->kernel) && image_unchanged(c->root, &u->initrd);
+	        free_bytes(context_root(c), p->checkpoint_dir, &facts.checkpoint_free_bytes) >= 0;
+	facts.kernel_loaded = context_backend(c)->is_loaded(context_root(c), 0) > 0;
+	facts.staged_unchanged = image_unchanged(context_root(c), &u->kernel) &&
+	                         image_unchanged(context_root(c), &u->initrd);
 	now = time(NULL);
 	facts.have_time = localtime_r(&now, &facts.now) != NULL;
 	r = policy_check_commit(p, &facts, &verdict);
@@ -367,7 +367,7 @@ out:
 
 /* The Measure attached to the context, or NULL when the daemon runs without it. */
 static Measure *context_measure(Context *c) {
-	return c->measure.handoff_prepare ? c->measure.userdata : NULL;
+	return context_measure_userdata(c);
 }
 
 /* QEMU's pid of a running domain, which libvirt's QEMU driver keeps in
@@ -582,11 +582,13 @@ static int reason_from_results(const VmResults *res, const char *what, char **re
 }
 
 static void plan_from_policy(Context *c, VmPlan *plan) {
+	const Policy *p = context_policy(c);
+
 	*plan = (VmPlan){ .on_event = on_vm_event, .event_userdata = c };
-	if (c->policy) {
-		plan->parallel = c->policy->save_parallel;
-		plan->shutdown_timeout_usec = c->policy->shutdown_timeout_usec;
-		plan->pause_timeout_usec = c->policy->pause_timeout_usec;
+	if (p) {
+		plan->parallel = p->save_parallel;
+		plan->shutdown_timeout_usec = p->shutdown_timeout_usec;
+		plan->pause_timeout_usec = p->pause_timeout_usec;
 	}
 }
 
@@ -761,8 +763,7 @@ int vms_attach(Context *c, const char *uri, VmWiring **ret) {
 	    (r = context_add_hook(c, HOOK_ROLLBACK, "vm-rollback", hook_rollback, w)) < 0 ||
 	    (r = context_add_hook(c, HOOK_POST_BOOT, "vm-restore", hook_restore, w)) < 0)
 		return r;
-	c->commit_check = vms_commit_check;
-	c->commit_check_userdata = w;
+	context_set_commit_check(c, vms_commit_check, w);
 	*ret = TAKE_PTR(w);
 	return 0;
 }
@@ -771,6 +772,8 @@ int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
 	_cleanup_free_ char *why = NULL;
 	Context *c = w->context;
+	Update *const *updates;
+	size_t n;
 	Update *u = NULL;
 	VmResult *rec = NULL;
 	int r;
@@ -785,8 +788,9 @@ int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
 		                         why ?: "cannot connect to libvirt");
 
 	/* 2. Its record in the newest update that has one. */
-	for (size_t i = c->n_updates; i > 0 && !rec; i--) {
-		Update *cand = c->updates[i - 1];
+	updates = context_updates(c, &n);
+	for (size_t i = n; i > 0 && !rec; i--) {
+		Update *cand = updates[i - 1];
 		VmResults *cr = NULL;
 
 		if (!cand->vms || vm_results_from_json(cand->vms, &cr) < 0)

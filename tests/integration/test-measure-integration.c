@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "context.h"
+#include "context-private.h" /* the tests look inside the state machine */
 #include "fileio.h"
 #include "measure.h"
 #include "report.h"

@@ -2,9 +2,10 @@
 #pragma once
 
 /*
- * The host's error counters the policy weighs before a fast handoff
- * (docs/policy.md, HandoffFacts): machine checks and EDAC memory errors since
- * boot. Each fact is either measured or unknown, never guessed:
+ * The facts the policy weighs before a fast handoff (docs/policy.md, HandoffFacts): the
+ * one place they are gathered. Besides what the backend holds, the IOMMU and the taint
+ * flags, these are the host's error counters, machine checks and EDAC memory errors
+ * since boot. Each fact is either measured or unknown, never guessed:
  *
  *   machine checks: the kernel must handle them (/sys/devices/system/machinecheck
  *     exists, i.e. CONFIG_X86_MCE), then the count is the MCE (exceptions), THR
@@ -17,13 +18,15 @@
  *     /sys/devices/system/edac/mc/mc<N>; unknown without any controller (no EDAC
  *     driver watches the memory).
  *
- * The parsers are pure; health_gather() reads the files below a root ("--root").
+ * The health_* parsers are pure; handoff_facts_gather() reads the files below a root
+ * ("--root").
  * Return 0 / -errno; ret_* are written only on success.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kexec-backend.h"
 #include "policy.h"
 
 /* The MCE, THR and DFR rows of /proc/interrupts, summed. -ENOENT without an
@@ -40,6 +43,7 @@ int health_count_kmsg_hw_errors(const char *text, size_t size, uint64_t *ret);
  * -ENOENT when there is no mc<N>; -EBADMSG when a counter is unreadable. */
 int health_edac_errors(const char *dir, uint64_t *ret);
 
-/* Fills have_mce/mce_errors and have_edac/edac_errors of f from the files below
- * root; leaves the other fields alone. */
-void health_gather(const char *root, HandoffFacts *f);
+/* THE facts the policy weighs before a handoff (policy_decide_handoff()), gathered from
+ * the files below root and what backend holds; cheap and honest to give at commit time.
+ * Everything not measured stays zero ("unknown"), which never allows fast. */
+void handoff_facts_gather(const char *root, const KexecBackend *backend, HandoffFacts *ret);

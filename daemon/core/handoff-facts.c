@@ -8,7 +8,7 @@
 
 #include "bootlog.h"
 #include "fileio.h"
-#include "health.h"
+#include "handoff-facts.h"
 #include "macros.h"
 #include "path-util.h"
 #include "string-util.h"
@@ -216,7 +216,9 @@ static int gather_mce(const char *root, uint64_t *ret) {
 	return 0;
 }
 
-void health_gather(const char *root, HandoffFacts *f) {
+/* Fills have_mce/mce_errors and have_edac/edac_errors of f from the files below
+ * root; leaves the other fields alone. */
+static void gather_health(const char *root, HandoffFacts *f) {
 	_cleanup_free_ char *edac = NULL;
 	uint64_t n;
 
@@ -228,5 +230,44 @@ void health_gather(const char *root, HandoffFacts *f) {
 	    health_edac_errors(edac, &n) >= 0) {
 		f->have_edac = true;
 		f->edac_errors = n;
+	}
+}
+
+/* Facts the policy asks for that are cheap and honest to give at commit time;
+ * everything not measured stays zero ("unknown"), which never allows fast. */
+void handoff_facts_gather(const char *root, const KexecBackend *backend, HandoffFacts *f) {
+	_cleanup_free_ char *path = NULL, *iommu = NULL;
+	unsigned long long taint;
+
+	*f = (HandoffFacts){ .digests_at_stage = true };
+	/* A backend whose loaded image holds the very bytes hashed at stage (kexec_load:
+	 * the files are not read again, so later changes to them cannot matter) and that
+	 * checks its placement against the memory map the host has now. */
+	if (backend->holds_staged_bytes && backend->holds_staged_bytes()) {
+		f->files_unchanged = true;
+		f->memory_map_unchanged =
+		        backend->memory_map_unchanged && backend->memory_map_unchanged(root) > 0;
+	}
+	/* An IOMMU registered with the kernel (/sys/class/iommu/<unit>) remaps DMA. */
+	if (path_prefix_root(root, "/sys/class/iommu", &iommu) >= 0) {
+		DIR *d = opendir(iommu);
+
+		if (d) {
+			struct dirent *de;
+
+			while ((de = readdir(d)))
+				if (de->d_name[0] != '.') {
+					f->iommu_enabled = true;
+					break;
+				}
+			closedir(d);
+		}
+	}
+	/* Machine checks and EDAC memory errors since boot, where the kernel counts them. */
+	gather_health(root, f);
+	if (path_prefix_root(root, "/proc/sys/kernel/tainted", &path) >= 0 &&
+	    read_u64_file(path, &taint) >= 0) {
+		f->have_taint = true;
+		f->taint = taint;
 	}
 }

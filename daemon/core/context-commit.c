@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <systemd/sd-id128.h>
+
+#include "cmdline.h"
+#include "context-private.h"
+#include "fileio.h"
+#include "handoff-facts.h"
+#include "image.h"
+#include "json-util.h"
+#include "kexec-loader.h"
+#include "log.h"
+#include "path-util.h"
+#include "report.h"
+#include "string-util.h"
+#include "upgrade-bus.h"
+
+static const char *const hook_prefix[_HOOK_KIND_MAX] = {
+	[HOOK_PRE_HANDOFF] = "pre",
+	[HOOK_ROLLBACK] = "rollback",
+	[HOOK_POST_BOOT] = "post",
+};
+
+/* "<kind>:<name>", the mark of a finished step in hooks_done. */
+int context_hook_key(const Hook *h, char **ret) {
+	if (asprintf(ret, "%s:%s", hook_prefix[h->kind], h->name) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Runs the hooks of one kind that have not run for u yet, persisting each mark.
+ * Stops at the first failure (unless keep_going) and returns its error. */
+static int context_run_hooks(Context *c, Update *u, HookKind kind, bool keep_going,
+                             char **ret_reason) {
+	int first_error = 0;
+
+	for (size_t i = 0; i < c->n_hooks; i++) {
+		Hook *h = &c->hooks[i];
+		_cleanup_free_ char *key = NULL, *why = NULL;
+		int r;
+
+		if (h->kind != kind)
+			continue;
+		if (context_hook_key(h, &key) < 0)
+			return -ENOMEM;
+		if (update_hook_done(u, key))
+			continue; /* done before a restart: never twice */
+
+		r = h->func(c, u, h->userdata, &why);
+		if (r < 0) {
+			log_error_errno(r, "Step '%s' of update %s failed: %s", key, u->id,
+			                why ?: "(no reason given)");
+			if (first_error == 0) {
+				first_error = r;
+				if (ret_reason && asprintf(ret_reason, "step '%s' failed: %s", key,
+				                           why ?: strerror(-r)) < 0)
+					*ret_reason = NULL;
+			}
+			if (!keep_going)
+				return r;
+			continue;
+		}
+		r = strv_extend(&u->hooks_done, key);
+		if (r < 0)
+			return r;
+		r = context_persist(c, u);
+		if (r < 0)
+			return r;
+	}
+	return first_error;
+}
+
+/*
+ * A commit that did not reach the new kernel: give everything back (rollback
+ * steps: resume VMs), drop the loaded image, mark the update failed, report.
+ * Resumable: entered again after a crash in any of its steps. On the crash
+ * kernel nothing is given back (context_panic_fail()).
+ */
+int context_commit_fail(Context *c, Update *u, const char *reason) {
+	int r;
+
+	if (c->panic_kernel)
+		return context_panic_fail(
+		        c, u, u->error && streq(u->phase, PHASE_ROLLBACK) ? u->error : reason);
+
+	if (!streq(u->phase, PHASE_ROLLBACK)) {
+		log_error("Update %s failed: %s", u->id, reason);
+		r = update_set_string(&u->error, reason);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_COMMITTING, PHASE_ROLLBACK, u->progress);
+		if (r < 0)
+			return r;
+	}
+
+	/* Every rollback step runs even if one fails: resume as much as possible. */
+	r = context_run_hooks(c, u, HOOK_ROLLBACK, true, NULL);
+	if (r == -ECANCELED)
+		return r;
+
+	/* Only this boot's kernel can hold the image; after a reboot nothing is loaded. */
+	if (!u->handoff_boot_id || streq(u->handoff_boot_id, c->boot_id)) {
+		if (c->backend->is_loaded(c->root, 0) > 0)
+			(void)c->backend->unload(c->root, 0);
+		if (u->crash_image_loaded && c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0)
+			(void)c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
+	}
+	return context_mark_failed(c, u, NULL);
+}
+
+/* On the new kernel: post-boot steps (restore VMs), then done and the report. */
+int context_complete(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+	int r;
+
+	if (u->state == UPDATE_COMMITTING) {
+		r = update_set_string(&u->booted_kernel, c->running_kernel);
+		if (r < 0)
+			return r;
+		r = update_add_stamp(u, "booted", true, c->boot_id);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_COMPLETING, PHASE_POST_BOOT, 95);
+		if (r < 0)
+			return r;
+	}
+
+	r = context_run_hooks(c, u, HOOK_POST_BOOT, true, &why);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0) {
+		/* The new kernel runs; what failed is giving back state: say so. */
+		return context_mark_failed(c, u, why ?: "a post-boot step failed");
+	}
+
+	r = update_add_stamp(u, "completed", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_DONE, PHASE_DONE, 100);
+	if (r < 0)
+		return r;
+	log_info("Update %s completed: now running %s.", u->id, c->running_kernel);
+	return context_finish(c, u, "done");
+}
+
+/*
+ * The handoff record (what the next boot needs to context_finish the job; stamp names
+ * it: "handoff", or "panic-handoff" out of the crash kernel), synced, then THE
+ * POINT OF NO RETURN: ask systemd for kexec.target. Once systemd accepted the
+ * job, services stop in order and the kernel is replaced; its answer arrives
+ * through context_handoff_result(). A failure before that fails the commit.
+ */
+int context_handoff(Context *c, Update *u, const char *stamp) {
+	_cleanup_free_ char *msg = NULL;
+	int r;
+
+	r = update_set_string(&u->handoff_boot_id, c->boot_id);
+	if (r < 0)
+		return r;
+	r = update_add_stamp(u, stamp, true, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF, 90);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return context_commit_fail(c, u, "cannot persist the handoff record");
+
+	/* Everything on disk before the machine goes down. */
+	sync();
+
+	log_info("Update %s: requesting kexec%s into %s.", u->id,
+	         c->panic_kernel ? " from the crash kernel" : "", u->kernel_version);
+	if (c->measure.handoff_request)
+		c->measure.handoff_request(c, u, c->measure.userdata);
+	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
+	if (r < 0) {
+		if (asprintf(&msg, "requesting the kexec reboot failed: %s", strerror(-r)) < 0)
+			return -ENOMEM;
+		return context_commit_fail(c, u, msg);
+	}
+	return 0;
+}
+
+int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error) {
+	_cleanup_(json_object_putp) json_object *decisions = NULL;
+	_cleanup_free_ char *mode = NULL, *why = NULL, *refusal = NULL;
+	Update *u;
+	int r;
+
+	/* The preconditions and the VM decisions: a refusal changes nothing. */
+	r = context_decide_commit(c, id, &u, &mode, &why, &decisions, &refusal, error);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_POLICY_REFUSED,
+		                         "The policy refuses to commit update %s: %s", u->id,
+		                         refusal ?: "(no reason given)");
+	if (c->commit_check) {
+		json_object_put(u->decisions);
+		u->decisions = TAKE_PTR(decisions);
+	}
+
+	/* The staged image was built verified; the decision may switch it (no I/O,
+	 * no hashing: the digests were recorded at stage). */
+	if (c->backend->set_mode) {
+		r = c->backend->set_mode(c->root, streq(mode, "fast") ? KEXEC_IMAGE_FAST
+		                                                      : KEXEC_IMAGE_VERIFIED);
+		if (r < 0)
+			return sd_bus_error_setf(
+			        error, UPGRADE_ERROR_KEXEC_FAILED,
+			        "Cannot switch the staged image of %s to %s mode: %s.", u->id, mode,
+			        strerror(-r));
+	}
+
+	free(u->handoff);
+	free(u->handoff_reason);
+	u->handoff = TAKE_PTR(mode);
+	u->handoff_reason = TAKE_PTR(why);
+	r = update_add_stamp(u, "commit-requested", true, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_PRE_HANDOFF, 10);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
+		                         "Cannot write the update record: %s.", strerror(-r));
+	*ret = u;
+	return 0;
+}
+
+int context_commit_run(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+	int r;
+
+	if (u->state != UPDATE_COMMITTING || !streq(u->phase, PHASE_PRE_HANDOFF))
+		return -ESTALE;
+
+	/* 1. Pre-handoff steps (policy, VM checkpoints). */
+	r = context_run_hooks(c, u, HOOK_PRE_HANDOFF, false, &why);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return context_commit_fail(c, u, why ?: "a pre-handoff step failed");
+	if (c->handoff_hold)
+		c->handoff_hold(c, u, c->handoff_hold_userdata);
+
+	/* 2. The handoff record, with the old kernel's measurements and the
+	 * reboot-request clock sample, then the reboot. */
+	if (c->measure.handoff_prepare)
+		c->measure.handoff_prepare(c, u, c->measure.userdata);
+	return context_handoff(c, u, "handoff");
+}
+
+void context_handoff_result(Context *c, Update *u, int r, const char *why) {
+	_cleanup_free_ char *msg = NULL;
+
+	if (u->state != UPDATE_COMMITTING || !streq(u->phase, PHASE_HANDOFF))
+		return;
+	if (r < 0) {
+		/* On the crash kernel context_commit_fail() gives nothing back. */
+		if (asprintf(&msg, "systemd refused the kexec reboot: %s", why ?: strerror(-r)) < 0)
+			msg = NULL;
+		(void)context_commit_fail(c, u, msg ?: "systemd refused the kexec reboot");
+		return;
+	}
+	/* Past the point of no return. Best effort: the system is going down. */
+	(void)update_add_stamp(u, "handoff-requested", true, c->boot_id);
+	(void)context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF_REQUESTED, 100);
+}
+
+int context_cancel(Context *c, const char *id, sd_bus_error *error) {
+	Update *u;
+	int r;
+
+	r = context_lookup(c, id, &u, error);
+	if (r < 0)
+		return r;
+	if (u->state != UPDATE_STAGED)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
+		                         "Update %s is %s, only a staged update can be cancelled.",
+		                         u->id, update_state_to_string(u->state));
+
+	r = update_add_stamp(u, "cancelled", false, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, UPDATE_CANCELLED, PHASE_CANCELLED, 100);
+	if (r == -ECANCELED)
+		return r;
+	if (r < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
+		                         "Cannot write the update record: %s.", strerror(-r));
+
+	r = c->backend->unload(c->root, 0);
+	if (r < 0)
+		log_warning_errno(r, "Failed to unload the image of update %s, ignoring: %m",
+		                  u->id);
+	if (u->crash_image_loaded) {
+		r = c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
+		if (r < 0)
+			log_warning_errno(r, "Failed to unload the crash image of %s, ignoring: %m",
+			                  u->id);
+		context_restore_crash_image(c, u);
+	}
+	(void)context_finish(c, u, "cancelled");
+	return 0;
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <systemd/sd-id128.h>
+
+#include "cmdline.h"
+#include "context-private.h"
+#include "fileio.h"
+#include "handoff-facts.h"
+#include "image.h"
+#include "json-util.h"
+#include "kexec-loader.h"
+#include "log.h"
+#include "path-util.h"
+#include "report.h"
+#include "string-util.h"
+#include "upgrade-bus.h"
+
+/*
+ * The crash kernel cannot context_finish u: mark it failed and report. Nothing is given
+ * back here, no rollback step runs: the crash kernel is confined to the
+ * reservation and must not run VMs. What the VMs saved stays on disk and is
+ * listed in the report (their results), for a regular boot to restore
+ * (`upgradectl restore-vm NAME`, or libvirt's start from the managed save).
+ */
+int context_panic_fail(Context *c, Update *u, const char *reason) {
+	_cleanup_free_ char *msg = NULL;
+
+	if (u->vms && json_object_array_length(u->vms) > 0 &&
+	    asprintf(&msg, "%s; the VMs' saved state is kept on disk", reason) < 0)
+		return -ENOMEM;
+	log_error("Update %s failed on the crash kernel: %s", u->id, msg ?: reason);
+	if (!u->panic_boot_id && (update_set_string(&u->panic_from_phase, u->phase) < 0 ||
+	                          update_set_string(&u->panic_boot_id, c->boot_id) < 0))
+		return -ENOMEM;
+	return context_mark_failed(c, u, msg ?: reason);
+}
+
+/* The first pre-handoff step of this daemon that u has not finished, or NULL
+ * when all are done (the VMs were checkpointed). */
+static const char *pre_handoff_missing(Context *c, const Update *u) {
+	for (size_t i = 0; i < c->n_hooks; i++) {
+		_cleanup_free_ char *key = NULL;
+
+		if (c->hooks[i].kind != HOOK_PRE_HANDOFF)
+			continue;
+		if (context_hook_key(&c->hooks[i], &key) < 0 || !update_hook_done(u, key))
+			return c->hooks[i].name;
+	}
+	return NULL;
+}
+
+/*
+ * On the crash kernel: take u over where the old kernel's crash left it. The
+ * staged files are read again and must match the stage-time digests; the image
+ * is an ordinary one (kexec_load, not the crash slot), always verified, placed
+ * in and handed the machine's full memory map saved at stage; then the reboot is
+ * requested through systemd like a regular handoff. The next kernel finds a
+ * regular handoff record (handoff_boot_id = this boot) and completes the update.
+ * Resumable: entered again when the daemon restarts on the same crash kernel.
+ */
+static int context_panic_handoff(Context *c, Update *u) {
+	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
+	_cleanup_free_ char *why = NULL, *memmap = NULL;
+	KexecImage img;
+	int r;
+
+	/* 1. On disk first: the crash kernel took the update over, and from where. */
+	if (!streq_ptr(u->panic_boot_id, c->boot_id)) {
+		log_notice("Update %s: the old kernel crashed in phase '%s'; taking over on "
+		           "the crash kernel.",
+		           u->id, u->phase);
+		if (update_set_string(&u->panic_from_phase, u->phase) < 0 ||
+		    update_set_string(&u->panic_boot_id, c->boot_id) < 0)
+			return -ENOMEM;
+		r = update_add_stamp(u, "panic-recovery", true, c->boot_id);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_COMMITTING, PHASE_PANIC_HANDOFF, 90);
+		if (r < 0)
+			return r;
+	}
+
+	/* 2. The staged files, read again: still what was hashed at stage? */
+	r = context_open_staged_files(c, u, &k, &i, &why);
+	if (r < 0)
+		return why ? context_panic_fail(c, u, why) : -ENOMEM;
+
+	/* 3. The whole machine's map, saved at stage. */
+	r = context_memmap_path(c, u->id, &memmap);
+	if (r < 0)
+		return r;
+	if (access(memmap, F_OK) < 0)
+		return context_panic_fail(c, u,
+		                          "no memory map was saved at stage: the crash kernel "
+		                          "knows only its reservation");
+
+	/* 4. An ordinary image, always verified, whatever the policy chose. */
+	img = (KexecImage){ .kernel_fd = k.fd,
+		            .initrd_fd = i.fd,
+		            .kernel_path = u->kernel.path,
+		            .initrd_path = u->initrd.path,
+		            .cmdline = u->cmdline,
+		            .flags = KEXEC_IMAGE_VERIFIED,
+		            .memmap_dir = memmap };
+	r = c->backend->load(c->root, &img);
+	if (r < 0) {
+		if (asprintf(&why, "loading the staged kernel on the crash kernel failed (%s): %s",
+		             c->backend->name,
+		             r == -EOPNOTSUPP ? "this backend cannot hand over the full memory map"
+		                              : strerror(-r)) < 0)
+			return -ENOMEM;
+		return context_panic_fail(c, u, why);
+	}
+	if (!streq_ptr(u->handoff, "verified")) {
+		if (asprintf(&why,
+		             "panic path: verified out of the crash kernel (the policy had "
+		             "chosen %s: %s)",
+		             strna(u->handoff), strna(u->handoff_reason)) < 0)
+			return -ENOMEM;
+		free(u->handoff_reason);
+		u->handoff_reason = TAKE_PTR(why);
+		r = update_set_string(&u->handoff, "verified");
+		if (r < 0)
+			return r;
+	}
+	if (c->measure.panic_takeover)
+		c->measure.panic_takeover(c, u, c->measure.userdata);
+
+	/* 5. The handoff record of the second kexec and the reboot, as a regular
+	 * commit does them (a failure ends in context_panic_fail()). */
+	return context_handoff(c, u, "panic-handoff");
+}
+
+/*
+ * Recovery on the crash kernel. Never restores or resumes a VM here (the crash
+ * kernel is confined to the reservation): every record state either hands over
+ * to the staged kernel or fails with a reason, VMs' saved state kept.
+ */
+int context_recover_panic(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+	const UpdateStamp *s = update_find_stamp(u, "commit-requested");
+	const char *missing;
+
+	switch (u->state) {
+	case UPDATE_STAGED:
+		/* Not committed: nothing was touched. Loading it here would place it in
+		 * the reservation; the next regular boot reloads it. */
+		log_notice("Update %s is staged; not reloaded on the crash kernel.", u->id);
+		return 0;
+	case UPDATE_COMPLETING:
+		log_notice("Update %s is completing; its VMs are not restored on the crash "
+		           "kernel.",
+		           u->id);
+		return 0;
+	case UPDATE_COMMITTING:
+		break;
+	default:
+		return 1; /* finished: the regular recovery checks its report */
+	}
+
+	/* Our own handoff, in this very boot (the daemon restarted). */
+	if (streq_ptr(u->panic_boot_id, c->boot_id)) {
+		if (streq(u->phase, PHASE_HANDOFF_REQUESTED)) {
+			log_notice("Update %s: kexec already requested from the crash kernel, "
+			           "waiting for it.",
+			           u->id);
+			return 0;
+		}
+		return context_panic_handoff(c, u);
+	}
+	/* Committed on this crash kernel itself: not a takeover. */
+	if (s && streq(s->boot_id, c->boot_id))
+		return 1;
+
+	if (streq(u->phase, PHASE_ROLLBACK))
+		return context_panic_fail(c, u,
+		                          u->error ?: "the old kernel crashed during the rollback");
+	if (streq(u->phase, PHASE_PRE_HANDOFF)) {
+		missing = pre_handoff_missing(c, u);
+		if (missing) {
+			if (asprintf(&why,
+			             "the old kernel crashed before the handoff, in step '%s' "
+			             "(not every VM was checkpointed)",
+			             missing) < 0)
+				return -ENOMEM;
+			return context_panic_fail(c, u, why);
+		}
+		return context_panic_handoff(c, u);
+	}
+	if (streq(u->phase, PHASE_HANDOFF) || streq(u->phase, PHASE_HANDOFF_REQUESTED) ||
+	    streq(u->phase, PHASE_PANIC_HANDOFF))
+		return context_panic_handoff(c, u);
+	if (asprintf(&why, "the old kernel crashed in unknown phase '%s'", u->phase) < 0)
+		return -ENOMEM;
+	return context_panic_fail(c, u, why);
+}

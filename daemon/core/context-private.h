@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The state machine's own view of a Context: its definition and the steps its
+ * files share. Included only by daemon/core/context*.c (and, through
+ * tests/context-test-util.h, by unit tests); everyone else goes through
+ * context.h's accessors. The files, by concern:
+ *   context.c          constructor, hooks, lookups, Describe()
+ *   context-records.c  paths, persisting, transitions, loading the records, the report
+ *   context-stage.c    staging (and the crash image it loads)
+ *   context-decide.c   the commit decision: handoff mode, preconditions, PlanCommit()
+ *   context-commit.c   the commit run, the hooks, the handoff, cancel
+ *   context-recover.c  recovery on every start
+ *   context-panic.c    the panic path on the crash kernel
+ */
+
+#include <json-c/json.h>
+
+#include "context.h"
+#include "image.h"
+
+#define RECORD_MAX   (1u << 20) /* an update record or a report */
+#define KDUMP_CONFIG "/usr/sbin/kdump-config"
+
+struct Context {
+	char *root;      /* NULL for "/" */
+	Policy *policy;  /* NULL: built-in behaviour (unit tests); owned */
+	char *state_dir; /* <root>/var/lib/upgraded */
+	char **allowed_roots;
+	uid_t image_owner;
+
+	const KexecBackend *backend;
+	int backend_status;    /* 0 usable, < 0 errno from probe */
+	char *backend_reason;  /* why not usable, or why the default was not chosen */
+	bool backend_fallback; /* kexec_file because kexec_load cannot be used here */
+
+	char *running_kernel; /* uname -r */
+	char boot_id[33];
+	/* Started on the crash kernel of a panic image (CMDLINE_PANIC_MARK on
+	 * <root>/proc/cmdline): recovery takes over the interrupted update with an
+	 * ordinary kexec and touches no VM (docs/state-machine.md). */
+	bool panic_kernel;
+
+	Update **updates;
+	size_t n_updates;
+	Update *active; /* the one update not in a terminal state, or NULL */
+	char *last_report;
+
+	Hook *hooks;
+	size_t n_hooks;
+
+	ContextOps ops;
+	void *ops_userdata;
+	ContextMeasure measure;
+
+	CommitCheck commit_check;
+	void *commit_check_userdata;
+
+	PersistHook persist_hook;
+	void *persist_hook_userdata;
+	unsigned persist_step;
+
+	HandoffHold handoff_hold;
+	void *handoff_hold_userdata;
+};
+
+/* ---- records (context-records.c) ---- */
+int context_add_update(Context *c, Update *u);
+
+int context_record_path(Context *c, const char *id, char **ret);
+
+int context_save_memmap(Context *c, Update *u);
+
+int context_persist(Context *c, Update *u);
+
+void context_notify_update(Context *c, Update *u);
+
+int context_transition(Context *c, Update *u, UpdateState state, const char *phase,
+                       unsigned progress);
+
+int context_write_report(Context *c, Update *u);
+
+int context_finish(Context *c, Update *u, const char *result);
+
+int context_mark_failed(Context *c, Update *u, const char *why);
+
+int context_load_crash_image(Context *c, Update *u, KexecImage *img);
+
+int context_open_staged_files(Context *c, Update *u, ImageFile *k, ImageFile *i, char **ret_why);
+
+void context_restore_crash_image(Context *c, Update *u);
+
+int context_hook_key(const Hook *h, char **ret);
+
+int context_commit_fail(Context *c, Update *u, const char *reason);
+
+int context_complete(Context *c, Update *u);
+
+int context_handoff(Context *c, Update *u, const char *stamp);
+
+int context_panic_fail(Context *c, Update *u, const char *reason);
+
+int context_recover_panic(Context *c, Update *u);
+
+int context_decide_commit(Context *c, const char *id, Update **ret_update, char **ret_mode,
+                          char **ret_why, json_object **ret_decisions, char **ret_refusal,
+                          sd_bus_error *error);

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <systemd/sd-id128.h>
+
+#include "cmdline.h"
+#include "context-private.h"
+#include "fileio.h"
+#include "handoff-facts.h"
+#include "image.h"
+#include "json-util.h"
+#include "kexec-loader.h"
+#include "log.h"
+#include "path-util.h"
+#include "report.h"
+#include "string-util.h"
+#include "upgrade-bus.h"
+
+/* kdump-tools' loader: what "restore the previous crash image" runs on cancel. */
+
+/* The crash image: always verified (never skip the check on the panic path).
+ * Stage and its recovery are the only places a crash image is requested, and
+ * these flags are constant: neither the policy nor the caller can make it fast.
+ * Best effort (the update goes on without one); returns what persisting the
+ * mark returned. */
+int context_load_crash_image(Context *c, Update *u, KexecImage *img) {
+	int r;
+
+	img->flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
+	/* The panic path leaves the crash kernel with this map (the crash kernel's
+	 * own is the reservation): no map, no crash image. */
+	r = context_save_memmap(c, u);
+	if (r < 0) {
+		log_warning_errno(r,
+		                  "Cannot save the memory map for the panic path of update %s, "
+		                  "no crash image loaded: %m",
+		                  u->id);
+		return 0;
+	}
+	r = c->backend->load(c->root, img);
+	if (r < 0) {
+		log_warning_errno(r, "Failed to load the crash image of update %s, ignoring: %m",
+		                  u->id);
+		return 0;
+	}
+	u->crash_image_loaded = true;
+	return context_persist(c, u);
+}
+
+/* Opens the staged kernel (and initrd) again with the stage-time rules and
+ * checks them against the digests recorded at stage. On failure *ret_why says
+ * what changed (named, for the record). */
+int context_open_staged_files(Context *c, Update *u, ImageFile *k, ImageFile *i, char **ret_why) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	ImageRules rules = { .root = c->root,
+		             .allowed = c->allowed_roots,
+		             .owner = c->image_owner };
+	const char *what = "kernel";
+	int r;
+
+	r = image_open(&rules, u->kernel.path, IMAGE_KERNEL, k, &error);
+	if (r >= 0 && !streq(k->sha256, u->kernel.sha256))
+		r = -EBADMSG;
+	if (r >= 0 && u->initrd.path) {
+		what = "initrd";
+		r = image_open(&rules, u->initrd.path, IMAGE_INITRD, i, &error);
+		if (r >= 0 && !streq(i->sha256, u->initrd.sha256))
+			r = -EBADMSG;
+	}
+	if (r >= 0)
+		return 0;
+	if (asprintf(ret_why, "staged files changed or vanished since staging: %s",
+	             error.message
+	                     ?: r == -EBADMSG
+	                        ? (streq(what, "kernel") ? "the kernel's SHA-256 differs"
+	                                                 : "the initrd's SHA-256 differs")
+	                        : strerror(-r)) < 0)
+		*ret_why = NULL;
+	return r;
+}
+
+static int read_proc_cmdline(Context *c, char **ret) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	int r;
+
+	r = path_prefix_root(c->root, "/proc/cmdline", &path);
+	if (r < 0)
+		return r;
+	r = read_file_full(path, 4096, &data, NULL);
+	if (r < 0)
+		return r;
+	return cmdline_strip_for_reuse(data, ret);
+}
+
+/* The test seam stopped stage right after a persisted step: keep the update in
+ * memory the way a restarted daemon would find it on disk. */
+static int context_keep_interrupted(Context *c, Update **u) {
+	if (context_add_update(c, *u) >= 0)
+		*u = NULL;
+	return -ECANCELED;
+}
+
+/* Who loaded the crash image we are about to replace. The kernel cannot say and
+ * cannot give the image back; what we can tell is whether the system's kdump
+ * service (kdump-tools) is installed, which is the usual owner. */
+static const char *crash_image_owner(Context *c) {
+	_cleanup_free_ char *p = NULL;
+
+	if (path_prefix_root(c->root, KDUMP_CONFIG, &p) >= 0 && access(p, X_OK) >= 0)
+		return "kdump-tools";
+	return "unknown";
+}
+
+/* Step 1 of stage: validates the request and opens the files, touching nothing. */
+static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdline, ImageFile *k,
+                          ImageFile *i, sd_bus_error *error) {
+	ImageRules rules = { .root = c->root,
+		             .allowed = c->allowed_roots,
+		             .owner = c->image_owner };
+	_cleanup_free_ char *cmdline = NULL;
+	int r;
+
+	if (c->active)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_ALREADY_STAGED,
+		                         "Update %s is already %s; cancel it first.", c->active->id,
+		                         update_state_to_string(c->active->state));
+	if (req->reuse_cmdline) {
+		if (req->cmdline && *req->cmdline)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+			                         "A command line and reuse-cmdline exclude each "
+			                         "other.");
+		r = read_proc_cmdline(c, &cmdline);
+		if (r < 0)
+			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+			                         "Cannot read the running command line: %s.",
+			                         strerror(-r));
+	} else {
+		cmdline = strdup(req->cmdline ?: "");
+		if (!cmdline)
+			return -ENOMEM;
+	}
+	r = cmdline_validate(cmdline, error);
+	if (r < 0)
+		return r;
+	r = image_open(&rules, req->kernel, IMAGE_KERNEL, k, error);
+	if (r < 0)
+		return r;
+	if (req->initrd && *req->initrd) {
+		r = image_open(&rules, req->initrd, IMAGE_INITRD, i, error);
+		if (r < 0)
+			return r;
+	}
+	if (c->backend_status < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_UNAVAILABLE,
+		                         "Backend %s cannot load kernels here: %s.",
+		                         c->backend->name, strna(c->backend_reason));
+	*ret_cmdline = TAKE_PTR(cmdline);
+	return 0;
+}
+
+static UpdateFile update_file_from_image(ImageFile *f) {
+	UpdateFile uf = { .path = TAKE_PTR(f->path),
+		          .size = f->size,
+		          .mtime_usec = f->mtime_usec,
+		          .inode = f->inode,
+		          .ctime_usec = f->ctime_usec };
+
+	memcpy(uf.sha256, f->sha256, sizeof(f->sha256));
+	return uf;
+}
+
+/* Step 2 of stage: the new update's record, from the validated files (their paths and
+ * the kernel's version move into it). */
+static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, ImageFile *i,
+                            char **cmdline, Update **ret) {
+	_cleanup_(update_freep) Update *u = NULL;
+	_cleanup_free_ char *id = NULL;
+	int r;
+
+	r = update_id_new(&id);
+	if (r < 0)
+		return r;
+	u = update_new(id);
+	if (!u)
+		return -ENOMEM;
+	u->kernel = update_file_from_image(k);
+	u->kernel_version = TAKE_PTR(k->version);
+	if (update_set_string(&u->kernel_version_source, k->version_source) < 0)
+		return -ENOMEM;
+	if (i->path)
+		u->initrd = update_file_from_image(i);
+	u->cmdline = TAKE_PTR(*cmdline);
+	u->reuse_cmdline = req->reuse_cmdline;
+	if (update_set_string(&u->backend, c->backend->name) < 0 ||
+	    update_set_string(&u->old_kernel, c->running_kernel) < 0)
+		return -ENOMEM;
+	if (c->backend_fallback && update_set_string(&u->backend_reason, c->backend_reason) < 0)
+		return -ENOMEM;
+	/* A crash image someone else loaded (kdump) is replaced by ours below: say who,
+	 * so cancel can hand the panic path back (context_restore_crash_image()). */
+	if (kexec_crash_reserved(c->root) &&
+	    c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0 &&
+	    update_set_string(&u->crash_image_before, crash_image_owner(c)) < 0)
+		return -ENOMEM;
+	r = update_add_stamp(u, "staged", false, c->boot_id);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(u);
+	return 0;
+}
+
+/* The backend refused to load u (r): nothing happened, so its record goes again, and the
+ * caller gets the error that names why. */
+static int stage_load_failed(Context *c, Update *u, int r, sd_bus_error *error) {
+	_cleanup_free_ char *path = NULL;
+
+	if (context_record_path(c, u->id, &path) >= 0)
+		(void)unlink(path);
+	if (kexec_errno_is_unavailable(r))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_UNAVAILABLE,
+		                         "Backend %s cannot load kernels here: %s.",
+		                         c->backend->name, strerror(-r));
+	if (kexec_errno_is_bad_image(r))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_IMAGE,
+		                         "The kernel refused '%s': %s.", u->kernel.path,
+		                         strerror(-r));
+	return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_FAILED,
+	                         "Loading '%s' with backend %s failed: %s.", u->kernel.path,
+	                         c->backend->name, strerror(-r));
+}
+
+int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error) {
+	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
+	_cleanup_(update_freep) Update *u = NULL;
+	_cleanup_free_ char *cmdline = NULL;
+	KexecImage img;
+	Update *staged;
+	int r;
+
+	/* 1. Validate everything before touching anything. */
+	r = stage_validate(c, req, &cmdline, &k, &i, error);
+	if (r < 0)
+		return r;
+
+	/* 2. The record. */
+	r = stage_new_update(c, req, &k, &i, &cmdline, &u);
+	if (r < 0)
+		return r;
+
+	/* 3. Persist first: a crash after this finds a staged record and reloads. */
+	r = context_persist(c, u);
+	if (r == -ECANCELED)
+		return context_keep_interrupted(c, &u);
+	if (r < 0)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
+		                         "Cannot write the update record: %s.", strerror(-r));
+
+	/* 4. Preload: the commit path does no file I/O and no hashing. */
+	img = (KexecImage){ .kernel_fd = k.fd,
+		            .initrd_fd = i.fd,
+		            .kernel_path = u->kernel.path,
+		            .initrd_path = u->initrd.path,
+		            .cmdline = u->cmdline,
+		            .flags = KEXEC_IMAGE_VERIFIED };
+	r = c->backend->load(c->root, &img);
+	if (r < 0)
+		return stage_load_failed(c, u, r, error);
+	if (c->backend->verified_bytes)
+		u->verified_bytes = c->backend->verified_bytes();
+	if (kexec_crash_reserved(c->root) && context_load_crash_image(c, u, &img) == -ECANCELED)
+		return context_keep_interrupted(c, &u);
+
+	/* 5. Staged: announce it. */
+	r = context_add_update(c, u);
+	if (r < 0)
+		return r;
+	staged = TAKE_PTR(u);
+	c->active = staged;
+	log_info("Staged update %s: kernel %s (%s).", staged->id, staged->kernel.path,
+	         staged->kernel_version);
+	if (c->ops.update_added)
+		c->ops.update_added(c, staged, c->ops_userdata);
+	if (c->ops.manager_changed)
+		c->ops.manager_changed(c, c->ops_userdata);
+	if (ret)
+		*ret = staged;
+	return 0;
+}
+
+/* "Restoring" the crash image replaced at stage means loading one again the way
+ * its owner did: kdump-tools' own `kdump-config load`. An unknown owner cannot
+ * be redone; the record says so (docs/loader.md). Under --root nothing is run:
+ * the record says what would have been. */
+void context_restore_crash_image(Context *c, Update *u) {
+	_cleanup_free_ char *msg = NULL;
+	int r;
+
+	if (!u->crash_image_before)
+		return;
+	if (!streq(u->crash_image_before, "kdump-tools"))
+		r = asprintf(&msg,
+		             "not restored: the crash image loaded before staging (by %s) "
+		             "cannot be read back from the kernel; reload it with its tool",
+		             u->crash_image_before);
+	else if (c->root)
+		r = asprintf(&msg, "would run '" KDUMP_CONFIG " load' (test root, nothing run)");
+	else {
+		int status = system(KDUMP_CONFIG " load >/dev/null 2>&1");
+
+		if (status == 0)
+			r = asprintf(&msg, "reloaded by '" KDUMP_CONFIG " load'");
+		else
+			r = asprintf(&msg,
+			             "'" KDUMP_CONFIG " load' failed (status %d): the panic "
+			             "path has no crash image",
+			             status);
+	}
+	if (r < 0)
+		return;
+	log_info("Update %s: crash image %s.", u->id, msg);
+	free(u->crash_image_restore);
+	u->crash_image_restore = TAKE_PTR(msg);
+	(void)context_persist(c, u);
+}
