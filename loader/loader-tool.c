@@ -24,7 +24,7 @@ static const char *arg_root = NULL;
 static const char *arg_initrd = NULL;
 static const char *arg_cmdline = NULL;
 static bool arg_reuse_cmdline = false;
-static LoaderMode arg_mode = LOADER_MODE_VERIFIED;
+static HandoffMode arg_mode = HANDOFF_MODE_VERIFIED;
 static bool arg_panic = false;
 static bool arg_dry_run = false;
 static bool arg_corrupt = false;
@@ -107,11 +107,8 @@ static int parse_argv(int argc, char **argv) {
 			arg_reuse_cmdline = true;
 			break;
 		case ARG_MODE:
-			if (streq(optarg, "verified"))
-				arg_mode = LOADER_MODE_VERIFIED;
-			else if (streq(optarg, "fast"))
-				arg_mode = LOADER_MODE_FAST;
-			else {
+			arg_mode = handoff_mode_from_string(optarg);
+			if (arg_mode < 0) {
 				fprintf(stderr, "Unknown mode '%s': use verified or fast.\n",
 				        optarg);
 				return -EINVAL;
@@ -258,7 +255,7 @@ static int verb_load(const char *kernel) {
 			printf("  %-9s 0x%012" PRIx64 "-0x%012" PRIx64 " (%zu bytes)\n", names[i],
 			       s[i].mem, s[i].mem + s[i].memsz - 1, s[i].bufsz);
 	printf("  entry     0x%" PRIx64 ", mode %s%s%s\n", loader_image_entry(img),
-	       arg_mode == LOADER_MODE_FAST ? "fast" : "verified", arg_panic ? ", panic" : "",
+	       handoff_mode_to_string(arg_mode), arg_panic ? ", panic" : "",
 	       arg_corrupt ? ", CORRUPTED DIGEST (test)" : "");
 	printf("  cmdline   %s\n", loader_image_cmdline(img));
 	if (arg_dump) {

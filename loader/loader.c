@@ -611,7 +611,7 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 
 	if (!o || !ret_image || o->kernel_fd < 0)
 		return -EINVAL;
-	if (o->panic && o->mode != LOADER_MODE_VERIFIED)
+	if (o->panic && o->mode != HANDOFF_MODE_VERIFIED)
 		FAIL(LOADER_ERR_PANIC_NOT_VERIFIED, -EINVAL);
 
 	img = calloc(1, sizeof(*img));
@@ -778,7 +778,8 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 		.size = sizeof(*pp),
 		.entry_rip = img->segments[LOADER_SEG_KERNEL].mem + KERNEL_ENTRY64_OFFSET,
 		.entry_rsi = img->segments[LOADER_SEG_PARAMS].mem,
-		.mode = o->mode == LOADER_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED,
+		.mode = o->mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST
+		                                     : PURGATORY_MODE_VERIFIED,
 		.flags = o->panic ? PURGATORY_FLAG_PANIC : 0,
 		.stamps_addr = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE + field_off,
 		.stamps_len = PURGATORY_STAMPS_FIELD_LEN,
@@ -822,16 +823,16 @@ const struct bzimage_info *loader_image_bzimage(const struct loader_image *img) 
 	return &img->bz;
 }
 
-int loader_image_set_mode(struct loader_image *img, LoaderMode mode) {
+int loader_image_set_mode(struct loader_image *img, HandoffMode mode) {
 	struct purgatory_params *pp =
 	        (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
 
-	if (mode != LOADER_MODE_VERIFIED && mode != LOADER_MODE_FAST)
+	if (mode != HANDOFF_MODE_VERIFIED && mode != HANDOFF_MODE_FAST)
 		return -EINVAL;
 	/* The panic path always verifies: no way to turn it off after the build either. */
-	if (img->panic && mode != LOADER_MODE_VERIFIED)
+	if (img->panic && mode != HANDOFF_MODE_VERIFIED)
 		return loader_error_to_errno(LOADER_ERR_PANIC_NOT_VERIFIED);
-	pp->mode = mode == LOADER_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED;
+	pp->mode = mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED;
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "bzimage.h"
+#include "handoff-mode.h"
 #include "purgatory-abi.h"
 #include "sha256.h"
 
@@ -61,17 +62,12 @@ typedef enum LoaderError {
 	_LOADER_ERR_MAX,
 } LoaderError;
 
-typedef enum LoaderMode {
-	LOADER_MODE_VERIFIED,
-	LOADER_MODE_FAST,
-} LoaderMode;
-
 struct loader_options {
 	const char *root;    /* prefix for /sys and /proc; NULL or "/" for the host */
 	int kernel_fd;       /* bzImage, read from its current offset 0 (pread) */
 	int initrd_fd;       /* -1: no initrd */
 	const char *cmdline; /* the new kernel's command line, without the stamps key */
-	LoaderMode mode;
+	HandoffMode mode;
 	bool panic;            /* crash image: KEXEC_ON_CRASH, always verified */
 	uint16_t console_port; /* serial port for purgatory's mismatch line, 0: none */
 	/* NULL: <root>/sys/firmware/memmap. Otherwise a directory laid out like it
@@ -143,7 +139,7 @@ int loader_unload(bool panic);
  * I/O, no hashing); load the image again for the kernel to see it. A panic
  * image refuses anything but verified (-EINVAL, LOADER_ERR_PANIC_NOT_VERIFIED).
  */
-int loader_image_set_mode(struct loader_image *img, LoaderMode mode);
+int loader_image_set_mode(struct loader_image *img, HandoffMode mode);
 bool loader_image_is_panic(const struct loader_image *img);
 
 /* SHA-256 over the memory map placement depends on (/sys/firmware/memmap and

@@ -23,11 +23,6 @@ static const char *const handoff_mode_table[_POLICY_HANDOFF_MODE_MAX] = {
 	[POLICY_HANDOFF_MODE_AUTO] = "auto",
 };
 
-static const char *const handoff_table[_POLICY_HANDOFF_MAX] = {
-	[POLICY_HANDOFF_VERIFIED] = "verified",
-	[POLICY_HANDOFF_FAST] = "fast",
-};
-
 static const char *const strategy_table[_POLICY_VM_STRATEGY_MAX] = {
 	[POLICY_VM_CHECKPOINT] = "checkpoint",
 	[POLICY_VM_PAUSE] = "pause",
@@ -54,10 +49,6 @@ const char *policy_handoff_mode_to_string(PolicyHandoffMode m) {
 
 int policy_handoff_mode_from_string(const char *s) {
 	return table_lookup(handoff_mode_table, _POLICY_HANDOFF_MODE_MAX, s);
-}
-
-const char *policy_handoff_to_string(PolicyHandoff h) {
-	return (unsigned)h < _POLICY_HANDOFF_MAX ? handoff_table[h] : NULL;
 }
 
 const char *policy_vm_strategy_to_string(PolicyVmStrategy s) {
@@ -304,7 +295,7 @@ int policy_decide_handoff(const Policy *p, const HandoffFacts *facts, HandoffDec
 
 	/* 1. The invariant: nothing below can make the panic path fast. */
 	if (facts->panic_image) {
-		d.handoff = POLICY_HANDOFF_VERIFIED;
+		d.handoff = HANDOFF_MODE_VERIFIED;
 		if (policy_reasons_add(&d.reasons, "panic-always-verified", POLICY_REASON_INFO,
 		                       "The panic (crash) image is always verified: after a panic "
 		                       "nothing proves the loaded segments are intact") < 0)
@@ -315,7 +306,7 @@ int policy_decide_handoff(const Policy *p, const HandoffFacts *facts, HandoffDec
 
 	/* 2. The operator asked for verification. */
 	if (p->mode == POLICY_HANDOFF_MODE_VERIFIED) {
-		d.handoff = POLICY_HANDOFF_VERIFIED;
+		d.handoff = HANDOFF_MODE_VERIFIED;
 		if (policy_reasons_add(&d.reasons, "mode-verified", POLICY_REASON_INFO,
 		                       "[Handoff] Mode=verified") < 0)
 			goto oom;
@@ -328,9 +319,9 @@ int policy_decide_handoff(const Policy *p, const HandoffFacts *facts, HandoffDec
 	if (r < 0)
 		goto oom;
 	if (reasons_blocking(&d.reasons))
-		d.handoff = POLICY_HANDOFF_VERIFIED;
+		d.handoff = HANDOFF_MODE_VERIFIED;
 	else {
-		d.handoff = POLICY_HANDOFF_FAST;
+		d.handoff = HANDOFF_MODE_FAST;
 		if (policy_reasons_add(
 		            &d.reasons,
 		            p->mode == POLICY_HANDOFF_MODE_AUTO ? "all-conditions-hold"
@@ -355,7 +346,7 @@ int policy_handoff_decision_to_json(const HandoffDecision *d, json_object **ret)
 		return -EINVAL;
 	o = json_object_new_object();
 	if (!o ||
-	    json_add(o, "handoff", json_object_new_string(policy_handoff_to_string(d->handoff))) <
+	    json_add(o, "handoff", json_object_new_string(handoff_mode_to_string(d->handoff))) <
 	            0 ||
 	    json_add(o, "mode", json_object_new_string(policy_handoff_mode_to_string(d->mode))) < 0)
 		return -ENOMEM;

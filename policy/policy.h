@@ -62,6 +62,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "handoff-mode.h"
+
 /* ---------- settings ---------- */
 
 typedef enum PolicyHandoffMode {
@@ -70,13 +72,6 @@ typedef enum PolicyHandoffMode {
 	POLICY_HANDOFF_MODE_AUTO,     /* fast only when every safety condition holds */
 	_POLICY_HANDOFF_MODE_MAX,
 } PolicyHandoffMode;
-
-/* The outcome of a handoff decision. */
-typedef enum PolicyHandoff {
-	POLICY_HANDOFF_VERIFIED,
-	POLICY_HANDOFF_FAST,
-	_POLICY_HANDOFF_MAX,
-} PolicyHandoff;
 
 typedef enum PolicyVmStrategy {
 	POLICY_VM_CHECKPOINT, /* save state to CheckpointDir (libvirt managed save), restore after */
@@ -253,7 +248,7 @@ typedef struct HandoffFacts {
 } HandoffFacts;
 
 typedef struct HandoffDecision {
-	PolicyHandoff handoff;
+	HandoffMode handoff;    /* the outcome (common/handoff-mode.h) */
 	PolicyHandoffMode mode; /* the configured mode it was decided under */
 	PolicyReasons reasons;
 } HandoffDecision;
@@ -323,7 +318,6 @@ int policy_verdict_to_json(const PolicyVerdict *v, json_object **ret);
 
 const char *policy_handoff_mode_to_string(PolicyHandoffMode m);
 int policy_handoff_mode_from_string(const char *s); /* -1 if unknown */
-const char *policy_handoff_to_string(PolicyHandoff h);
 const char *policy_vm_strategy_to_string(PolicyVmStrategy s);
 int policy_vm_strategy_from_string(const char *s); /* -1 if unknown */
 const char *policy_reason_severity_to_string(PolicyReasonSeverity s);

@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
 			.kernel_fd = kfd,
 			.initrd_fd = ifd,
 			.cmdline = "root=/dev/vda1 console=ttyS0",
-			.mode = LOADER_MODE_VERIFIED,
+			.mode = HANDOFF_MODE_VERIFIED,
 		};
 		LoaderError e = LOADER_OK;
 		double t0 = now();

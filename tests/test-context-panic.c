@@ -57,7 +57,7 @@ static char *commit_then_crash(World *w, unsigned point, bool fast) {
 	assert_non_null(id);
 	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
 	if (fast) /* as if the policy had chosen fast */
-		assert_int_equal(update_set_string(&u->handoff, "fast"), 0);
+		u->handoff = HANDOFF_MODE_FAST;
 	if (point > 0)
 		w->crash_at = w->steps + point;
 	assert_true(context_commit_run(c, u) == (point > 0 ? -ECANCELED : 0));
@@ -156,7 +156,7 @@ static void panic_takeover_completes(World *w, unsigned point, const char *phase
 	assert_string_equal(u->panic_boot_id, BOOT_P);
 	assert_string_equal(u->panic_from_phase, phase);
 	assert_string_equal(u->handoff_boot_id, BOOT_P);
-	assert_string_equal(u->handoff, "verified");
+	assert_int_equal(u->handoff, HANDOFF_MODE_VERIFIED);
 	assert_non_null(update_find_stamp(u, "panic-recovery"));
 	assert_non_null(update_find_stamp(u, "panic-handoff"));
 	assert_int_equal(w->requests, requests + 1);
@@ -356,7 +356,7 @@ static void test_context_kexec_file_refuses_memmap(void **state) {
 	_cleanup_free_ char *path = NULL;
 	KexecImage img = { .initrd_fd = -EBADF,
 		           .cmdline = "",
-		           .flags = KEXEC_IMAGE_VERIFIED,
+		           .mode = HANDOFF_MODE_VERIFIED,
 		           .memmap_dir = "/var/lib/upgraded/memmap/x" };
 
 	assert_true(asprintf(&path, "%s%s", w->root, KERNEL) > 0);

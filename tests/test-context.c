@@ -26,7 +26,7 @@ static void test_context_stage_commit_complete(void **state) {
 
 	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
 	assert_string_equal(u->phase, PHASE_PRE_HANDOFF);
-	assert_string_equal(u->handoff, "verified");
+	assert_int_equal(u->handoff, HANDOFF_MODE_VERIFIED);
 	assert_disk_matches(w, c, u);
 	assert_int_equal(context_commit_run(c, u), 0);
 	assert_string_equal(u->phase, PHASE_HANDOFF_REQUESTED);
@@ -556,7 +556,7 @@ static void test_context_policy_decides(void **state) {
 	assert_int_equal(context_set_policy(c, p), 0);
 	u = stage(c, &e);
 	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
-	assert_string_equal(u->handoff, "verified");
+	assert_int_equal(u->handoff, HANDOFF_MODE_VERIFIED);
 	assert_non_null(u->handoff_reason);
 	assert_true(strlen(u->handoff_reason) > 0);
 	assert_string_not_equal(u->handoff_reason, "no policy loaded: verify every segment");

@@ -74,12 +74,12 @@ static void test_kexec_file_probe_says_why(void **state) {
 /* A fast handoff cannot be asked of kexec_file_load: the kernel always verifies. */
 static void test_kexec_file_refuses_fast(void **state) {
 	KexecImage img = {
-		.kernel_fd = 0, .initrd_fd = -EBADF, .cmdline = "", .flags = KEXEC_IMAGE_FAST
+		.kernel_fd = 0, .initrd_fd = -EBADF, .cmdline = "", .mode = HANDOFF_MODE_FAST
 	};
 
 	assert_int_equal(kexec_backend_file.load(NULL, &img), -EOPNOTSUPP);
 	img.kernel_fd = -EBADF;
-	img.flags = KEXEC_IMAGE_VERIFIED;
+	img.mode = HANDOFF_MODE_VERIFIED;
 	assert_int_equal(kexec_backend_file.load(NULL, &img), -EBADF);
 }
 
@@ -93,7 +93,7 @@ static void test_kexec_file_real_syscall_is_named(void **state) {
 	KexecImage img = { .initrd_fd = -EBADF,
 		           .cmdline = "quiet",
 		           .kernel_path = "crafted",
-		           .flags = KEXEC_IMAGE_VERIFIED };
+		           .mode = HANDOFF_MODE_VERIFIED };
 	int r;
 
 	assert_int_equal(test_write_bzimage(root, "/boot/vmlinuz-x", "6.1", BZ_OK, 0644), 0);
@@ -116,7 +116,7 @@ static void test_kexec_record_round_trip(void **state) {
 	KexecImage img = { .initrd_fd = -EBADF,
 		           .cmdline = "quiet",
 		           .kernel_path = "/boot/vmlinuz-x",
-		           .flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC };
+		           .flags = KEXEC_IMAGE_PANIC };
 
 	assert_int_equal(test_write_bzimage(root, "/boot/vmlinuz-x", "6.1", BZ_OK, 0644), 0);
 	assert_true(asprintf(&path, "%s/boot/vmlinuz-x", root) > 0);
@@ -127,7 +127,8 @@ static void test_kexec_record_round_trip(void **state) {
 	assert_int_equal(kexec_backend_record.load(root, &img), 0);
 	assert_int_equal(kexec_backend_record.is_loaded(root, KEXEC_IMAGE_PANIC), 1);
 	assert_int_equal(kexec_backend_record.is_loaded(root, 0), 0);
-	img.flags = KEXEC_IMAGE_FAST;
+	img.flags = 0;
+	img.mode = HANDOFF_MODE_FAST;
 	assert_int_equal(kexec_backend_record.load(root, &img), 0);
 	assert_int_equal(kexec_backend_record.is_loaded(root, 0), 1);
 	assert_int_equal(kexec_backend_record.unload(root, 0), 0);

@@ -222,26 +222,26 @@ static void test_kexec_loader_panic_always_verified(void **state) {
 
 	/* What commit does after a fast decision: only the normal image changes,
 	 * and it is loaded again (no rebuild). */
-	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_FAST), 0);
+	assert_int_equal(kexec_backend_loader.set_mode(root, HANDOFF_MODE_FAST), 0);
 	assert_int_equal(seen.calls, 3);
 	assert_false(seen.panic);
 	assert_int_equal(seen.mode, PURGATORY_MODE_FAST);
 	assert_int_equal(loader_image_params(kexec_loader_image(true))->mode,
 	                 PURGATORY_MODE_VERIFIED);
 	/* Same mode again: nothing to do. */
-	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_FAST), 0);
+	assert_int_equal(kexec_backend_loader.set_mode(root, HANDOFF_MODE_FAST), 0);
 	assert_int_equal(seen.calls, 3);
 	/* A failed reload leaves our copy as the kernel has it. */
 	seen.fail = -ENOMEM;
-	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_VERIFIED), -ENOMEM);
+	assert_int_equal(kexec_backend_loader.set_mode(root, HANDOFF_MODE_VERIFIED), -ENOMEM);
 	assert_int_equal(loader_image_params(kexec_loader_image(false))->mode, PURGATORY_MODE_FAST);
 	seen.fail = 0;
 
-	/* The crash image can never be made fast: not by the mode switch... */
-	assert_int_equal(kexec_backend_loader.set_mode(root, KEXEC_IMAGE_FAST | KEXEC_IMAGE_PANIC),
-	                 -EINVAL);
+	/* The crash image can never be made fast: the backend's mode switch only knows the
+	 * normal image, the loader refuses... */
+	assert_int_equal(kexec_backend_loader.set_mode(root, (HandoffMode)7), -EINVAL);
 	panic_img = (struct loader_image *)kexec_loader_image(true);
-	assert_true(loader_image_set_mode(panic_img, LOADER_MODE_FAST) < 0);
+	assert_true(loader_image_set_mode(panic_img, HANDOFF_MODE_FAST) < 0);
 	assert_int_equal(loader_image_params(panic_img)->mode, PURGATORY_MODE_VERIFIED);
 	/* ...nor by a load request that asks for it. */
 	assert_true(asprintf(&kpath, "%s%s", root, KERNEL) > 0);
@@ -251,7 +251,8 @@ static void test_kexec_loader_panic_always_verified(void **state) {
 		            .initrd_fd = -EBADF,
 		            .kernel_path = KERNEL,
 		            .cmdline = "",
-		            .flags = KEXEC_IMAGE_FAST | KEXEC_IMAGE_PANIC };
+		            .flags = KEXEC_IMAGE_PANIC,
+		            .mode = HANDOFF_MODE_FAST };
 	assert_int_equal(kexec_backend_loader.load(root, &img), -EINVAL);
 	assert_ptr_equal(kexec_loader_image(true), panic_img);
 
@@ -278,8 +279,9 @@ static void test_kexec_loader_policy_fast_through_commit(void **state) {
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_int_equal(kexec_loader_memory_map_unchanged(root), 1);
 	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
-	if (!streq(u->handoff, "fast"))
-		fail_msg("expected fast, got %s: %s", u->handoff, u->handoff_reason);
+	if (u->handoff != HANDOFF_MODE_FAST)
+		fail_msg("expected fast, got %s: %s", strna(handoff_mode_to_string(u->handoff)),
+		         u->handoff_reason);
 	assert_int_equal(loader_image_params(kexec_loader_image(false))->mode, PURGATORY_MODE_FAST);
 	assert_int_equal(loader_image_params(kexec_loader_image(true))->mode,
 	                 PURGATORY_MODE_VERIFIED);
@@ -300,7 +302,7 @@ static void test_kexec_loader_policy_fast_through_commit(void **state) {
 	memmap(root, 4, "0x640000000\n", "0x67fffffff\n", "System RAM\n");
 	assert_int_equal(kexec_loader_memory_map_unchanged(root), 0);
 	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
-	assert_string_equal(u->handoff, "verified");
+	assert_int_equal(u->handoff, HANDOFF_MODE_VERIFIED);
 	assert_non_null(strstr(u->handoff_reason, "memory map"));
 	assert_int_equal(loader_image_params(kexec_loader_image(false))->mode,
 	                 PURGATORY_MODE_VERIFIED);

@@ -173,7 +173,7 @@ static struct loader_options opts_for(struct fixture *f) {
 		.kernel_fd = f->kernel_fd,
 		.initrd_fd = f->initrd_fd,
 		.cmdline = "root=/dev/vda1 console=ttyS0",
-		.mode = LOADER_MODE_VERIFIED,
+		.mode = HANDOFF_MODE_VERIFIED,
 		.console_port = PURGATORY_CONSOLE_COM1,
 	};
 }
@@ -488,11 +488,11 @@ static void test_loader_build_panic_image(void **state) {
 	                "  30000000-3fffffff : Crash kernel\n"
 	                "  5e000000-5effffff : Kernel code\n");
 
-	o.mode = LOADER_MODE_FAST;
+	o.mode = HANDOFF_MODE_FAST;
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EINVAL);
 	assert_int_equal(e, LOADER_ERR_PANIC_NOT_VERIFIED);
 
-	o.mode = LOADER_MODE_VERIFIED;
+	o.mode = HANDOFF_MODE_VERIFIED;
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
 	loader_image_segments(img, &s);
 	assert_segments_sane(img, crash, 1);

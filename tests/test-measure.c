@@ -153,7 +153,7 @@ static json_object *run_update(World *w) {
 	u->kernel.size = 1000;
 	assert_int_equal(update_set_string(&u->kernel_version, "6.1.0-57-cloud-amd64"), 0);
 	assert_int_equal(update_set_string(&u->backend, "record"), 0);
-	assert_int_equal(update_set_string(&u->handoff, "verified"), 0);
+	u->handoff = HANDOFF_MODE_VERIFIED;
 	assert_int_equal(update_set_string(&u->handoff_reason, "planned update;blocking: x: y"), 0);
 	assert_int_equal(update_set_string(&u->cmdline, "root=/dev/vda1 ro"), 0);
 
@@ -482,7 +482,7 @@ static void test_measure_report_without_measurement(void **state) {
 	/* What purgatory hashes: the staged files, nothing in fast mode. */
 	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "bytes")), 1);
 	json_object_put(o);
-	assert_int_equal(update_set_string(&u->handoff, "fast"), 0);
+	u->handoff = HANDOFF_MODE_FAST;
 	assert_int_equal(report_build(u, false, &o), 0);
 	validate(w->root, o);
 	assert_int_equal(json_object_get_int64(jget(o, "purgatory", "bytes")), 0);

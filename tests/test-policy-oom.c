@@ -88,7 +88,7 @@ static int scenario(const char *text) {
 	if (r == 0)
 		r = policy_decide_handoff(p, &hf, &hd);
 	if (r == 0) {
-		hd.handoff = POLICY_HANDOFF_VERIFIED;
+		hd.handoff = HANDOFF_MODE_VERIFIED;
 		r = policy_decide_vm(p, &vf, &vd);
 	}
 	if (r == 0) {

@@ -99,7 +99,7 @@ static void test_handoff_panic_always_verified(void **state) {
 					p->allow_fast = allow;
 					p->allow_taint = taints[t];
 					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-					assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+					assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 					assert_true(policy_reasons_has(&d.reasons,
 					                               "panic-always-verified"));
 					policy_handoff_decision_done(&d);
@@ -131,7 +131,7 @@ static void test_handoff_panic_verified_from_config(void **state) {
 					HandoffDecision d = {};
 
 					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-					assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+					assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 					assert_int_equal(d.reasons.n, 1);
 					assert_string_equal(d.reasons.items[0].code,
 					                    "panic-always-verified");
@@ -140,7 +140,7 @@ static void test_handoff_panic_verified_from_config(void **state) {
 					/* the same facts for the planned image do go fast sometimes */
 					f.panic_image = false;
 					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-					n_fast_without_panic += d.handoff == POLICY_HANDOFF_FAST;
+					n_fast_without_panic += d.handoff == HANDOFF_MODE_FAST;
 					policy_handoff_decision_done(&d);
 				}
 			}
@@ -164,8 +164,8 @@ static void test_handoff_every_combination(void **state) {
 					p->allow_taint = at ? (1u << 12) | (1u << 9) : 0;
 					want = expect_fast(p, &f);
 					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-					assert_int_equal(d.handoff, want ? POLICY_HANDOFF_FAST
-					                                 : POLICY_HANDOFF_VERIFIED);
+					assert_int_equal(d.handoff, want ? HANDOFF_MODE_FAST
+					                                 : HANDOFF_MODE_VERIFIED);
 					assert_int_equal(d.mode, mode);
 					assert_true(d.reasons.n > 0);
 					fast[mode] += want;
@@ -183,13 +183,13 @@ static void test_handoff_zero_facts_never_fast(void **state) {
 	HandoffDecision d = {};
 
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 	assert_true(policy_reasons_has(&d.reasons, "no-stage-digests"));
 	assert_true(policy_reasons_has(&d.reasons, "files-changed"));
 	policy_handoff_decision_done(&d);
 	p->mode = POLICY_HANDOFF_MODE_AUTO;
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 	assert_true(policy_reasons_has(&d.reasons, "mce-unknown"));
 	assert_true(policy_reasons_has(&d.reasons, "taint-unknown"));
 	policy_handoff_decision_done(&d);
@@ -254,7 +254,7 @@ static void test_handoff_reason_codes(void **state) {
 		spoil_handoff(&f, i);
 		p->mode = POLICY_HANDOFF_MODE_AUTO;
 		assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-		assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+		assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 		assert_true(policy_reasons_has(&d.reasons, cases[i].code));
 		assert_int_equal(d.reasons.n, 1);
 		assert_int_equal(d.reasons.items[0].severity, POLICY_REASON_BLOCKING);
@@ -262,8 +262,8 @@ static void test_handoff_reason_codes(void **state) {
 
 		p->mode = POLICY_HANDOFF_MODE_FAST;
 		assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-		assert_int_equal(d.handoff, cases[i].fast_mode_blocks ? POLICY_HANDOFF_VERIFIED
-		                                                      : POLICY_HANDOFF_FAST);
+		assert_int_equal(d.handoff, cases[i].fast_mode_blocks ? HANDOFF_MODE_VERIFIED
+		                                                      : HANDOFF_MODE_FAST);
 		assert_true(policy_reasons_has(&d.reasons, cases[i].code));
 		assert_int_equal(d.reasons.items[0].severity, cases[i].fast_mode_blocks
 		                                                      ? POLICY_REASON_BLOCKING
@@ -279,26 +279,26 @@ static void test_handoff_modes(void **state) {
 
 	/* defaults: auto, but fast is not allowed on the host */
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 	assert_true(policy_reasons_has(&d.reasons, "fast-not-allowed"));
 	policy_handoff_decision_done(&d);
 
 	p->allow_fast = true;
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+	assert_int_equal(d.handoff, HANDOFF_MODE_FAST);
 	assert_true(policy_reasons_has(&d.reasons, "all-conditions-hold"));
 	policy_handoff_decision_done(&d);
 
 	p->mode = POLICY_HANDOFF_MODE_VERIFIED;
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 	assert_true(policy_reasons_has(&d.reasons, "mode-verified"));
 	policy_handoff_decision_done(&d);
 
 	p->mode = POLICY_HANDOFF_MODE_FAST;
 	p->allow_fast = false;
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 	assert_true(policy_reasons_has(&d.reasons, "fast-not-allowed"));
 	policy_handoff_decision_done(&d);
 
@@ -308,18 +308,18 @@ static void test_handoff_modes(void **state) {
 	f.iommu_enabled = false;
 	f.dma_quiesced = true;
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+	assert_int_equal(d.handoff, HANDOFF_MODE_FAST);
 	policy_handoff_decision_done(&d);
 
 	/* an allowed taint flag does not block, another one does */
 	f.taint = 1u << 12; /* O */
 	p->allow_taint = 1u << 12;
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+	assert_int_equal(d.handoff, HANDOFF_MODE_FAST);
 	policy_handoff_decision_done(&d);
 	f.taint |= 1u << 7; /* D */
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_VERIFIED);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
 	assert_non_null(strstr(d.reasons.items[0].text, "(D,"));
 	policy_handoff_decision_done(&d);
 
@@ -715,7 +715,7 @@ static void test_reasons_json_and_text(void **state) {
 
 	f.have_edac = false; /* no EDAC driver: Mode=fast accepts it with a warning */
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, POLICY_HANDOFF_FAST);
+	assert_int_equal(d.handoff, HANDOFF_MODE_FAST);
 
 	assert_int_equal(policy_handoff_decision_to_json(&d, &j), 0);
 	assert_true(json_object_object_get_ex(j, "handoff", &v));
@@ -860,8 +860,8 @@ static void test_names(void **state) {
 	assert_int_equal(policy_handoff_mode_from_string("Fast"), -1);
 	assert_int_equal(policy_vm_strategy_from_string(NULL), -1);
 	assert_null(policy_handoff_mode_to_string(_POLICY_HANDOFF_MODE_MAX));
-	assert_null(policy_handoff_to_string(-1));
-	assert_string_equal(policy_handoff_to_string(POLICY_HANDOFF_FAST), "fast");
+	assert_null(handoff_mode_to_string(-1));
+	assert_string_equal(handoff_mode_to_string(HANDOFF_MODE_FAST), "fast");
 }
 
 int main(void) {

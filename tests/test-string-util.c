@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "handoff-mode.h"
 #include "macros.h"
 #include "string-util.h"
 
@@ -75,6 +76,18 @@ static void test_safe_atou64_prefix(void **state) {
 	assert_null(end);
 }
 
+/* The handoff mode's names, the only place it becomes a string. */
+static void test_handoff_mode_names(void **state) {
+	assert_string_equal(handoff_mode_to_string(HANDOFF_MODE_VERIFIED), "verified");
+	assert_string_equal(handoff_mode_to_string(HANDOFF_MODE_FAST), "fast");
+	assert_null(handoff_mode_to_string(_HANDOFF_MODE_INVALID));
+	assert_null(handoff_mode_to_string(_HANDOFF_MODE_MAX));
+	assert_int_equal(handoff_mode_from_string("fast"), HANDOFF_MODE_FAST);
+	assert_int_equal(handoff_mode_from_string("verified"), HANDOFF_MODE_VERIFIED);
+	assert_int_equal(handoff_mode_from_string("auto"), _HANDOFF_MODE_INVALID);
+	assert_int_equal(handoff_mode_from_string(NULL), _HANDOFF_MODE_INVALID);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_string_has_cc),
@@ -82,6 +95,7 @@ int main(void) {
 		cmocka_unit_test(test_strstrip),
 		cmocka_unit_test(test_safe_atou64),
 		cmocka_unit_test(test_safe_atou64_prefix),
+		cmocka_unit_test(test_handoff_mode_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

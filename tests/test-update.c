@@ -28,7 +28,7 @@ static Update *make_update(void) {
 	u->crash_image_loaded = true;
 	assert_int_equal(update_set_string(&u->backend, "kexec_file"), 0);
 	assert_int_equal(update_set_string(&u->old_kernel, "6.1.0-47-cloud-amd64"), 0);
-	assert_int_equal(update_set_string(&u->handoff, "verified"), 0);
+	u->handoff = HANDOFF_MODE_VERIFIED;
 	assert_int_equal(update_set_string(&u->handoff_boot_id, "0123456789abcdef0123456789abcdef"),
 	                 0);
 	assert_int_equal(strv_extend(&u->hooks_done, "pre:vm-checkpoint"), 0);

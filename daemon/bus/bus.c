@@ -236,6 +236,14 @@ static int property_get_update_state(sd_bus *bus, const char *path, const char *
 	                             update_state_to_string(((Update *)userdata)->state));
 }
 
+/* "verified", "fast", or "" before the commit decided it. */
+static int property_get_update_handoff(sd_bus *bus, const char *path, const char *iface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+	return sd_bus_message_append(
+	        reply, "s", strempty(handoff_mode_to_string(((Update *)userdata)->handoff)));
+}
+
 static int property_get_update_string(sd_bus *bus, const char *path, const char *iface,
                                       const char *property, sd_bus_message *reply, void *userdata,
                                       sd_bus_error *error) {
@@ -546,7 +554,7 @@ static const sd_bus_vtable update_vtable[] = {
 	                SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_PROPERTY("Backend", "s", NULL, offsetof(Update, backend),
 	                SD_BUS_VTABLE_PROPERTY_CONST),
-	SD_BUS_PROPERTY("Handoff", "s", NULL, offsetof(Update, handoff),
+	SD_BUS_PROPERTY("Handoff", "s", property_get_update_handoff, 0,
 	                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("Error", "s", NULL, offsetof(Update, error),
 	                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

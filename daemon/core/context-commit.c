@@ -191,7 +191,8 @@ int context_handoff(Context *c, Update *u, const char *stamp) {
 
 int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error) {
 	_cleanup_(json_object_putp) json_object *decisions = NULL;
-	_cleanup_free_ char *mode = NULL, *why = NULL, *refusal = NULL;
+	_cleanup_free_ char *why = NULL, *refusal = NULL;
+	HandoffMode mode;
 	Update *u;
 	int r;
 
@@ -211,18 +212,16 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 	/* The staged image was built verified; the decision may switch it (no I/O,
 	 * no hashing: the digests were recorded at stage). */
 	if (c->backend->set_mode) {
-		r = c->backend->set_mode(c->root, streq(mode, "fast") ? KEXEC_IMAGE_FAST
-		                                                      : KEXEC_IMAGE_VERIFIED);
+		r = c->backend->set_mode(c->root, mode);
 		if (r < 0)
 			return sd_bus_error_setf(
 			        error, UPGRADE_ERROR_KEXEC_FAILED,
-			        "Cannot switch the staged image of %s to %s mode: %s.", u->id, mode,
-			        strerror(-r));
+			        "Cannot switch the staged image of %s to %s mode: %s.", u->id,
+			        handoff_mode_to_string(mode), strerror(-r));
 	}
 
-	free(u->handoff);
 	free(u->handoff_reason);
-	u->handoff = TAKE_PTR(mode);
+	u->handoff = mode;
 	u->handoff_reason = TAKE_PTR(why);
 	r = update_add_stamp(u, "commit-requested", true, c->boot_id);
 	if (r < 0)

@@ -46,9 +46,9 @@ static int reasons_to_text(const PolicyReasons *reasons, char **ret) {
 	return 0;
 }
 
-int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_reason) {
-	_cleanup_free_ char *mode = NULL, *why = NULL;
-	bool fast = false;
+int context_decide_handoff(Context *c, Update *u, HandoffMode *ret_mode, char **ret_reason) {
+	_cleanup_free_ char *why = NULL;
+	HandoffMode mode = HANDOFF_MODE_VERIFIED;
 	int r;
 
 	/* 1. The policy decides (when loaded); 2. the backend limits what is possible. */
@@ -60,7 +60,7 @@ int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_re
 		r = policy_decide_handoff(c->policy, &facts, &d);
 		if (r < 0)
 			return r;
-		fast = d.handoff == POLICY_HANDOFF_FAST;
+		mode = d.handoff;
 		r = reasons_to_text(&d.reasons, &why);
 		policy_handoff_decision_done(&d);
 		if (r < 0)
@@ -70,19 +70,16 @@ int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_re
 		if (!why)
 			return -ENOMEM;
 	}
-	if (fast && !(c->backend->supported_modes & KEXEC_IMAGE_FAST)) {
+	if (!(c->backend->supported_modes & HANDOFF_MODE_BIT(mode))) {
 		_cleanup_free_ char *more = NULL;
 
 		if (asprintf(&more, "%s; backend %s always verifies", why, c->backend->name) < 0)
 			return -ENOMEM;
 		free(why);
 		why = TAKE_PTR(more);
-		fast = false;
+		mode = HANDOFF_MODE_VERIFIED;
 	}
-	mode = strdup(fast ? "fast" : "verified");
-	if (!mode)
-		return -ENOMEM;
-	*ret_mode = TAKE_PTR(mode);
+	*ret_mode = mode;
 	*ret_reason = TAKE_PTR(why);
 	return 0;
 }
@@ -92,11 +89,12 @@ int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_re
  * preconditions) may refuse. Returns 1 when the commit may proceed, 0 when the policy
  * refuses it (*ret_refusal says why), < 0 on error (error set where it is the caller's).
  * Nothing is persisted; Commit and its dry run (PlanCommit) share it. */
-int context_decide_commit(Context *c, const char *id, Update **ret_update, char **ret_mode,
+int context_decide_commit(Context *c, const char *id, Update **ret_update, HandoffMode *ret_mode,
                           char **ret_why, json_object **ret_decisions, char **ret_refusal,
                           sd_bus_error *error) {
 	_cleanup_(json_object_putp) json_object *decisions = NULL;
-	_cleanup_free_ char *mode = NULL, *why = NULL, *refusal = NULL;
+	_cleanup_free_ char *why = NULL, *refusal = NULL;
+	HandoffMode mode;
 	Update *u;
 	int r, allowed = 1;
 
@@ -120,7 +118,7 @@ int context_decide_commit(Context *c, const char *id, Update **ret_update, char 
 	}
 
 	*ret_update = u;
-	*ret_mode = TAKE_PTR(mode);
+	*ret_mode = mode;
 	*ret_why = TAKE_PTR(why);
 	*ret_decisions = TAKE_PTR(decisions);
 	*ret_refusal = TAKE_PTR(refusal);
@@ -129,7 +127,8 @@ int context_decide_commit(Context *c, const char *id, Update **ret_update, char 
 
 int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_error *error) {
 	_cleanup_(json_object_putp) json_object *o = NULL, *decisions = NULL;
-	_cleanup_free_ char *mode = NULL, *why = NULL, *refusal = NULL;
+	_cleanup_free_ char *why = NULL, *refusal = NULL;
+	HandoffMode mode;
 	json_object *h;
 	Update *u;
 	char *s;
@@ -147,7 +146,7 @@ int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_erro
 	json_object_object_add(o, "allowed", json_object_new_boolean(allowed > 0));
 	json_object_object_add(o, "refusal", refusal ? json_object_new_string(refusal) : NULL);
 	json_object_object_add(o, "handoff", h = json_object_new_object());
-	json_object_object_add(h, "mode", json_object_new_string(mode));
+	json_object_object_add(h, "mode", json_object_new_string(handoff_mode_to_string(mode)));
 	json_object_object_add(h, "reason", json_object_new_string(why));
 	json_object_object_add(o, "decisions", TAKE_PTR(decisions));
 

@@ -107,7 +107,7 @@ static int context_panic_handoff(Context *c, Update *u) {
 		            .kernel_path = u->kernel.path,
 		            .initrd_path = u->initrd.path,
 		            .cmdline = u->cmdline,
-		            .flags = KEXEC_IMAGE_VERIFIED,
+		            .mode = HANDOFF_MODE_VERIFIED,
 		            .memmap_dir = memmap };
 	r = c->backend->load(c->root, &img);
 	if (r < 0) {
@@ -118,17 +118,16 @@ static int context_panic_handoff(Context *c, Update *u) {
 			return -ENOMEM;
 		return context_panic_fail(c, u, why);
 	}
-	if (!streq_ptr(u->handoff, "verified")) {
+	if (u->handoff != HANDOFF_MODE_VERIFIED) {
 		if (asprintf(&why,
 		             "panic path: verified out of the crash kernel (the policy had "
 		             "chosen %s: %s)",
-		             strna(u->handoff), strna(u->handoff_reason)) < 0)
+		             strna(handoff_mode_to_string(u->handoff)),
+		             strna(u->handoff_reason)) < 0)
 			return -ENOMEM;
 		free(u->handoff_reason);
 		u->handoff_reason = TAKE_PTR(why);
-		r = update_set_string(&u->handoff, "verified");
-		if (r < 0)
-			return r;
+		u->handoff = HANDOFF_MODE_VERIFIED;
 	}
 	if (c->measure.panic_takeover)
 		c->measure.panic_takeover(c, u, c->measure.userdata);

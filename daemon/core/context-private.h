@@ -103,6 +103,6 @@ int context_panic_fail(Context *c, Update *u, const char *reason);
 
 int context_recover_panic(Context *c, Update *u);
 
-int context_decide_commit(Context *c, const char *id, Update **ret_update, char **ret_mode,
+int context_decide_commit(Context *c, const char *id, Update **ret_update, HandoffMode *ret_mode,
                           char **ret_why, json_object **ret_decisions, char **ret_refusal,
                           sd_bus_error *error);

@@ -49,7 +49,7 @@ static int context_recover_staged(Context *c, Update *u) {
 			            .kernel_path = u->kernel.path,
 			            .initrd_path = u->initrd.path,
 			            .cmdline = u->cmdline,
-			            .flags = KEXEC_IMAGE_VERIFIED };
+			            .mode = HANDOFF_MODE_VERIFIED };
 		r = need_kernel ? c->backend->load(c->root, &img) : 0;
 		if (r >= 0 && need_crash) {
 			u->crash_image_loaded = false;

@@ -32,7 +32,8 @@
 int context_load_crash_image(Context *c, Update *u, KexecImage *img) {
 	int r;
 
-	img->flags = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_PANIC;
+	img->flags = KEXEC_IMAGE_PANIC;
+	img->mode = HANDOFF_MODE_VERIFIED;
 	/* The panic path leaves the crash kernel with this map (the crash kernel's
 	 * own is the reservation): no map, no crash image. */
 	r = context_save_memmap(c, u);
@@ -267,7 +268,7 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		            .kernel_path = u->kernel.path,
 		            .initrd_path = u->initrd.path,
 		            .cmdline = u->cmdline,
-		            .flags = KEXEC_IMAGE_VERIFIED };
+		            .mode = HANDOFF_MODE_VERIFIED };
 	r = c->backend->load(c->root, &img);
 	if (r < 0)
 		return stage_load_failed(c, u, r, error);

@@ -128,9 +128,9 @@ int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_erro
 int context_save(Context *c, Update *u);
 void context_notify(Context *c, Update *u);
 
-/* THE policy seam: how the next kernel is handed over ("verified" or "fast") and why.
+/* THE policy seam: how the next kernel is handed over and why.
  * The policy library replaces the body; the backend limits what is possible. */
-int context_decide_handoff(Context *c, Update *u, char **ret_mode, char **ret_reason);
+int context_decide_handoff(Context *c, Update *u, HandoffMode *ret_mode, char **ret_reason);
 
 const char *context_state(Context *c);
 int context_describe(Context *c, char **ret_json);

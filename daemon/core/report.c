@@ -122,7 +122,7 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	add_str(h, "reason", u->backend_reason);
 
 	json_object_object_add(o, "handoff", h = json_object_new_object());
-	add_str(h, "mode", u->handoff);
+	add_str(h, "mode", handoff_mode_to_string(u->handoff));
 	add_str(h, "reason", u->handoff_reason);
 	json_object_object_add(h, "reasons", reasons_array(u->handoff_reason));
 
@@ -174,12 +174,12 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	json_object_object_add(o, "boot", NULL);
 
 	json_object_object_add(o, "purgatory", h = json_object_new_object());
-	add_str(h, "mode", u->handoff);
+	add_str(h, "mode", handoff_mode_to_string(u->handoff));
 	add_str(h, "impl", streq_ptr(u->backend, "kexec_file") ? "kernel" : NULL);
 	/* What purgatory checks: the staged images (plus a few KiB of boot parameters);
 	 * nothing in fast mode. */
 	json_object_object_add(h, "bytes",
-	                       json_object_new_uint64(streq_ptr(u->handoff, "fast")
+	                       json_object_new_uint64(u->handoff == HANDOFF_MODE_FAST
 	                                                      ? 0
 	                                                      : u->kernel.size + u->initrd.size));
 	json_object_object_add(h, "bytes_estimated", json_object_new_boolean(true));

@@ -73,6 +73,7 @@ Update *update_new(const char *id) {
 	if (!u->id || !u->phase)
 		return update_free(u);
 	u->state = UPDATE_STAGED;
+	u->handoff = _HANDOFF_MODE_INVALID;
 	return u;
 }
 
@@ -93,7 +94,6 @@ Update *update_free(Update *u) {
 	free(u->cmdline);
 	free(u->backend);
 	free(u->old_kernel);
-	free(u->handoff);
 	free(u->handoff_reason);
 	free(u->backend_reason);
 	free(u->crash_image_before);
@@ -227,7 +227,7 @@ int update_to_json(const Update *u, json_object **ret) {
 	json_object_object_add(o, "crash_image_loaded",
 	                       json_object_new_boolean(u->crash_image_loaded));
 	add_str(o, "old_kernel", u->old_kernel);
-	add_str(o, "handoff", u->handoff);
+	add_str(o, "handoff", handoff_mode_to_string(u->handoff));
 	add_str(o, "handoff_reason", u->handoff_reason);
 	add_str(o, "handoff_boot_id", u->handoff_boot_id);
 	add_str(o, "panic_boot_id", u->panic_boot_id);
@@ -272,6 +272,19 @@ static int get_str(json_object *o, const char *k, bool required, char **field) {
 	if (!json_object_is_type(v, json_type_string))
 		return -EBADMSG;
 	return update_set_string(field, json_object_get_string(v));
+}
+
+/* The handoff mode at the record boundary: absent or null before the commit decided it. */
+static int get_handoff_mode(json_object *o, const char *k, HandoffMode *ret) {
+	json_object *v;
+
+	*ret = _HANDOFF_MODE_INVALID;
+	if (!json_object_object_get_ex(o, k, &v) || json_object_is_type(v, json_type_null))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return -EBADMSG;
+	*ret = handoff_mode_from_string(json_object_get_string(v));
+	return *ret < 0 ? -EBADMSG : 0;
 }
 
 static int get_u64(json_object *o, const char *k, uint64_t *ret) {
@@ -351,7 +364,7 @@ int update_from_json(json_object *o, Update **ret) {
 	    (r = get_str(o, "cmdline", true, &u->cmdline)) < 0 ||
 	    (r = get_str(o, "backend", true, &u->backend)) < 0 ||
 	    (r = get_str(o, "old_kernel", false, &u->old_kernel)) < 0 ||
-	    (r = get_str(o, "handoff", false, &u->handoff)) < 0 ||
+	    (r = get_handoff_mode(o, "handoff", &u->handoff)) < 0 ||
 	    (r = get_str(o, "handoff_reason", false, &u->handoff_reason)) < 0 ||
 	    (r = get_str(o, "backend_reason", false, &u->backend_reason)) < 0 ||
 	    (r = get_str(o, "crash_image_before", false, &u->crash_image_before)) < 0 ||

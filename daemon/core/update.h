@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "digest.h"
+#include "handoff-mode.h"
 #include "macros.h"
 
 typedef enum UpdateState {
@@ -78,7 +79,7 @@ typedef struct Update {
 	char *crash_image_restore; /* what cancel did about that image, or NULL */
 	uint64_t verified_bytes;   /* kexec_load: what purgatory hashes when verified; 0: n/a */
 	char *old_kernel;          /* running when staged */
-	char *handoff;             /* "verified" | "fast", set at commit */
+	HandoffMode handoff;       /* set at commit; _HANDOFF_MODE_INVALID before */
 	char *handoff_reason;
 	char *handoff_boot_id; /* boot that requested the handoff */
 	/* The panic path (docs/state-machine.md): the crash kernel's boot that took

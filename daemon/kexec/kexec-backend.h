@@ -24,10 +24,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "handoff-mode.h"
+
 typedef enum KexecImageFlags {
-	KEXEC_IMAGE_VERIFIED = 1u << 0, /* purgatory checks every segment's SHA-256 */
-	KEXEC_IMAGE_FAST = 1u << 1,     /* no check (planned update, policy said so) */
-	KEXEC_IMAGE_PANIC = 1u << 2,    /* the crash image; always verified */
+	KEXEC_IMAGE_PANIC = 1u << 2, /* the crash image; always verified */
 } KexecImageFlags;
 
 typedef struct KexecImage {
@@ -37,6 +37,7 @@ typedef struct KexecImage {
 	const char *initrd_path;
 	const char *cmdline; /* never NULL, may be "" */
 	unsigned flags;      /* KexecImageFlags */
+	HandoffMode mode;    /* verified (the zero value) or fast; a crash image is never fast */
 	/* NULL: the running kernel's memory map. Otherwise a saved copy of
 	 * /sys/firmware/memmap (N/start, N/end, N/type) to place the image in and
 	 * hand to the new kernel: the crash kernel sees only its reservation, the
@@ -55,10 +56,9 @@ typedef struct KexecBackend {
 	int (*unload)(const char *root, unsigned flags);
 	/* 1 when an image (crash image with KEXEC_IMAGE_PANIC) is loaded, 0 when not. */
 	int (*is_loaded)(const char *root, unsigned flags);
-	/* Switches the loaded normal image to the handoff mode in flags
-	 * (KEXEC_IMAGE_VERIFIED or KEXEC_IMAGE_FAST) without reading or hashing
-	 * anything; NULL when the backend's image has no mode to switch. */
-	int (*set_mode)(const char *root, unsigned flags);
+	/* Switches the loaded normal image to mode without reading or hashing anything;
+	 * NULL when the backend's image has no mode to switch. */
+	int (*set_mode)(const char *root, HandoffMode mode);
 	/* Bytes purgatory hashes in verified mode for the loaded normal image; NULL when
 	 * the backend cannot say (the kernel's own purgatory). */
 	uint64_t (*verified_bytes)(void);
@@ -68,7 +68,7 @@ typedef struct KexecBackend {
 	/* 1 when the loaded normal image was placed for the memory map the host has now,
 	 * 0 when the map changed, < 0 when unknown; NULL: the backend places nothing itself. */
 	int (*memory_map_unchanged)(const char *root);
-	/* Which handoff modes it can do (KEXEC_IMAGE_VERIFIED|KEXEC_IMAGE_FAST). */
+	/* Which handoff modes it can do (HANDOFF_MODE_BIT() of each). */
 	unsigned supported_modes;
 	/* true for backends that must never run outside tests. */
 	bool test_only;

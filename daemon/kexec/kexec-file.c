@@ -75,7 +75,7 @@ static int file_load(const char *root, const KexecImage *image) {
 	if (image->flags & KEXEC_IMAGE_PANIC)
 		flags |= KEXEC_FILE_ON_CRASH;
 	/* The kernel always verifies: a "fast" request cannot be honoured here. */
-	if (image->flags & KEXEC_IMAGE_FAST)
+	if (image->mode != HANDOFF_MODE_VERIFIED)
 		return -EOPNOTSUPP;
 	/* The kernel hands its own memory map on: out of a crash kernel, only the
 	 * reservation. It cannot be given the machine's full map. */
@@ -128,6 +128,6 @@ const KexecBackend kexec_backend_file = {
 	.load = file_load,
 	.unload = file_unload,
 	.is_loaded = file_is_loaded,
-	.supported_modes = KEXEC_IMAGE_VERIFIED,
+	.supported_modes = HANDOFF_MODE_BIT(HANDOFF_MODE_VERIFIED),
 	.test_only = false,
 };

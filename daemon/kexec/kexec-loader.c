@@ -113,7 +113,7 @@ static int loader_load(const char *root, const KexecImage *image) {
 	if (image->kernel_fd < 0)
 		return -EBADF;
 	/* Never a fast crash image, whoever asks. */
-	if (panic && (image->flags & KEXEC_IMAGE_FAST))
+	if (panic && image->mode != HANDOFF_MODE_VERIFIED)
 		return -EINVAL;
 
 	o = (struct loader_options){
@@ -121,8 +121,7 @@ static int loader_load(const char *root, const KexecImage *image) {
 		.kernel_fd = image->kernel_fd,
 		.initrd_fd = image->initrd_fd >= 0 ? image->initrd_fd : -1,
 		.cmdline = image->cmdline ?: "",
-		.mode = !panic && (image->flags & KEXEC_IMAGE_FAST) ? LOADER_MODE_FAST
-		                                                    : LOADER_MODE_VERIFIED,
+		.mode = panic ? HANDOFF_MODE_VERIFIED : image->mode,
 		.panic = panic,
 		.console_port = console_port(image->cmdline),
 		.memmap_dir = image->memmap_dir,
@@ -142,17 +141,17 @@ static int loader_load(const char *root, const KexecImage *image) {
 	return 0;
 }
 
-static int loader_set_mode(const char *root, unsigned flags) {
+/* Only the normal image: the crash image keeps the mode it was built with, verified. */
+static int loader_set_mode(const char *root, HandoffMode mode) {
 	struct loader_image *img = images[0];
-	LoaderMode mode = flags & KEXEC_IMAGE_FAST ? LOADER_MODE_FAST : LOADER_MODE_VERIFIED;
 	int r;
 
-	if (flags & KEXEC_IMAGE_PANIC)
-		return -EINVAL; /* the crash image keeps the mode it was built with: verified */
+	if (mode != HANDOFF_MODE_VERIFIED && mode != HANDOFF_MODE_FAST)
+		return -EINVAL;
 	if (!img)
 		return -ESTALE;
 	if (loader_image_params(img)->mode ==
-	    (mode == LOADER_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED))
+	    (mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED))
 		return 0;
 	r = loader_image_set_mode(img, mode);
 	if (r < 0)
@@ -160,8 +159,8 @@ static int loader_set_mode(const char *root, unsigned flags) {
 	r = submit(img);
 	if (r < 0) {
 		/* The kernel keeps what it had: put our copy back in line with it. */
-		(void)loader_image_set_mode(img, mode == LOADER_MODE_FAST ? LOADER_MODE_VERIFIED
-		                                                          : LOADER_MODE_FAST);
+		(void)loader_image_set_mode(img, mode == HANDOFF_MODE_FAST ? HANDOFF_MODE_VERIFIED
+		                                                           : HANDOFF_MODE_FAST);
 		return r;
 	}
 	return 0;
@@ -198,6 +197,7 @@ const KexecBackend kexec_backend_loader = {
 	.verified_bytes = kexec_loader_verified_bytes,
 	.holds_staged_bytes = loader_holds_staged_bytes,
 	.memory_map_unchanged = kexec_loader_memory_map_unchanged,
-	.supported_modes = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_FAST,
+	.supported_modes =
+	        HANDOFF_MODE_BIT(HANDOFF_MODE_VERIFIED) | HANDOFF_MODE_BIT(HANDOFF_MODE_FAST),
 	.test_only = false,
 };

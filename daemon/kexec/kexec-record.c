@@ -116,9 +116,8 @@ static int record_load(const char *root, const KexecImage *image) {
 	json_object_object_add(req, "memmap_dir",
 	                       image->memmap_dir ? json_object_new_string(image->memmap_dir)
 	                                         : NULL);
-	json_object_object_add(
-	        req, "mode",
-	        json_object_new_string(image->flags & KEXEC_IMAGE_FAST ? "fast" : "verified"));
+	json_object_object_add(req, "mode",
+	                       json_object_new_string(handoff_mode_to_string(image->mode)));
 	return record_append(root, req,
 	                     image->flags & KEXEC_IMAGE_PANIC ? "crash_loaded" : "loaded", true);
 }
@@ -154,6 +153,7 @@ const KexecBackend kexec_backend_record = {
 	.load = record_load,
 	.unload = record_unload,
 	.is_loaded = record_is_loaded,
-	.supported_modes = KEXEC_IMAGE_VERIFIED | KEXEC_IMAGE_FAST,
+	.supported_modes =
+	        HANDOFF_MODE_BIT(HANDOFF_MODE_VERIFIED) | HANDOFF_MODE_BIT(HANDOFF_MODE_FAST),
 	.test_only = true,
 };

@@ -45,7 +45,7 @@ static void exercise(const Policy *p) {
 	CommitFacts cf = { .staged = true, .kernel_loaded = true, .staged_unchanged = true };
 	json_object *j = NULL;
 
-	if (policy_decide_handoff(p, &hf, &hd) < 0 || hd.handoff != POLICY_HANDOFF_VERIFIED)
+	if (policy_decide_handoff(p, &hf, &hd) < 0 || hd.handoff != HANDOFF_MODE_VERIFIED)
 		abort(); /* the panic invariant */
 	policy_handoff_decision_done(&hd);
 
