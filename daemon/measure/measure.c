@@ -560,28 +560,12 @@ static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
 	free(d);
 }
 
-/* Adds the measured sections to a report being built (defaults from report_build()
- * are replaced section by section). */
-static int measure_report_extend(Context *c, Update *u, json_object *report, void *userdata) {
-	Measure *m = userdata;
-	_cleanup_free_ char *cpuinfo = NULL, *kmsg = NULL, *cmdline = NULL;
-	json_object *missing = json_object_new_array(), *phases = json_object_new_array();
+/* The probe's figures of both kernels into report.probe; what is missing into missing.
+ * *ret_old / *ret_new: the old and new kernel's probe JSON (borrowed from report). */
+static void report_probe(Measure *m, Context *c, Update *u, json_object *report,
+                         json_object *missing, json_object **ret_old, json_object **ret_new) {
 	json_object *old_probe = get_obj(u->measure, "old_probe"), *new_probe = NULL, *o;
-	json_object *totals = get_obj(report, "totals"), *purg = get_obj(report, "purgatory");
-	TimebaseInput in = {};
-	Timebase tb = {};
-	bool have_reboot, have_tb = false;
-	uint64_t commit_ns;
-	size_t kmsg_size = 0;
-	int r, tbr;
 
-	if (!missing || !phases)
-		return -ENOMEM;
-	have_reboot = sample_from_json(get_obj(u->measure, "request_sample"), &in.old_reboot) ||
-	              sample_from_json(get_obj(u->measure, "reboot_sample"), &in.old_reboot);
-	(void)sample_from_json(get_obj(u->measure, "commit_sample"), &in.old_earlier);
-
-	/* The probe on both kernels. */
 	if (m->probe) {
 		if (measure_on_new_kernel(m, c, u))
 			measure_wait_first_runs(m);
@@ -621,6 +605,154 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 			            json_object_get_string(get_obj(new_probe, "reason")),
 			            json_object_get_string(get_obj(new_probe, "detail")));
 	}
+	*ret_old = old_probe;
+	*ret_new = new_probe;
+}
+
+/* The new kernel's side of the timebase input: its CPU, purgatory's stamps on its
+ * command line, and its kernel log (*ret_kmsg, kept for the boot analysis). */
+static void report_read_new_kernel(Measure *m, TimebaseInput *in, json_object *missing,
+                                   char **ret_kmsg, size_t *ret_kmsg_size) {
+	_cleanup_free_ char *cpuinfo = NULL, *cmdline = NULL;
+	int r;
+
+	in->new_start = m->start;
+	(void)root_file(m, "/proc/cpuinfo", &cpuinfo, NULL);
+	r = root_file(m, "/dev/kmsg", ret_kmsg, ret_kmsg_size);
+	if (r < 0)
+		add_missing(missing, "boot_analysis", "cannot read /dev/kmsg: %s", strerror(-r));
+	(void)timebase_cpu_parse(cpuinfo, *ret_kmsg, &in->cpu);
+	r = root_file(m, "/proc/cmdline", &cmdline, NULL);
+	if (r >= 0) {
+		r = timebase_stamps_from_cmdline(cmdline, &in->stamps);
+		if (r == -EBADMSG)
+			add_missing(missing, "purgatory_stamps", "%s",
+			            "upgraded.stamps= on /proc/cmdline is malformed");
+	}
+}
+
+/* Computes the one axis across the kexec into tb and report.timebase; true when the
+ * two kernels could be put on it. */
+static bool report_timebase(const TimebaseInput *in, bool have_reboot, Timebase *tb,
+                            json_object *report, json_object *missing) {
+	int tbr = have_reboot ? timebase_compute(in, tb) : -ENODATA;
+
+	if (tbr >= 0) {
+		json_object *t = NULL;
+		if (timebase_to_json(tb, in, &t) >= 0)
+			json_object_object_add(report, "timebase", t);
+	}
+	if (!have_reboot)
+		add_missing(missing, "timebase", "%s",
+		            "the handoff record has no reboot-request clock sample");
+	else if (tbr < 0)
+		add_missing(missing, "timebase", "%s", "clock samples unusable");
+	else if (tb->kind == TIMEBASE_NONE)
+		add_missing(missing, "timebase", "%s",
+		            "the kernels cannot be ordered (realtime went backwards)");
+	else
+		return true;
+	return false;
+}
+
+/* The phases on the reboot-request axis and the host's blackout (have_tb), or what is
+ * missing without a common timebase. */
+static void report_phases(Measure *m, Context *c, Update *u, const TimebaseInput *in, Timebase *tb,
+                          bool have_tb, uint64_t commit_ns, json_object *report,
+                          json_object *phases, json_object *missing) {
+	json_object *totals = get_obj(report, "totals");
+
+	if (have_tb) {
+		json_object *tp = get_obj(get_obj(report, "timebase"), "phases");
+		uint64_t done = stamp_ns(u, "completed", context_boot_id(c));
+		int64_t start = timebase_new_to_axis(tb, m->start.monotonic_ns);
+
+		json_object_object_add(report, "phase_axis",
+		                       json_object_new_string("reboot-request"));
+		if (commit_ns && commit_ns <= in->old_reboot.monotonic_ns)
+			json_object_array_add(phases, phase_new("pre-handoff",
+			                                        timebase_old_to_axis(in, commit_ns),
+			                                        0, false, "old"));
+		for (size_t i = 0; tp && i < json_object_array_length(tp); i++) {
+			json_object *p = json_object_array_get_idx(tp, i);
+			json_object *x = phase_new(json_object_get_string(get_obj(p, "name")),
+			                           json_object_get_int64(get_obj(p, "start_ns")),
+			                           json_object_get_int64(get_obj(p, "end_ns")),
+			                           true, "handoff");
+			json_object_array_add(phases, x);
+		}
+		if (done)
+			json_object_array_add(phases, phase_new("post-boot", start,
+			                                        timebase_new_to_axis(tb, done),
+			                                        true, "new"));
+		json_object_object_add(totals, "host_blackout_ns", json_object_new_int64(start));
+		json_object_object_add(totals, "uncertainty_ns",
+		                       json_object_new_uint64(tb->uncertainty_ns));
+		json_object_object_add(totals, "timebase",
+		                       json_object_new_string(timebase_kind_to_string(tb->kind)));
+	} else {
+		add_missing(missing, "host_blackout", "%s", "no common timebase");
+		tb->kind = TIMEBASE_NONE; /* a zeroed Timebase would read as "tsc" */
+	}
+}
+
+/* Purgatory: its implementation and verification time from its stamps. */
+static void report_purgatory(const Update *u, const TimebaseInput *in, const Timebase *tb,
+                             bool have_tb, json_object *report, json_object *missing) {
+	json_object *purg = get_obj(report, "purgatory");
+
+	if (!purg)
+		return;
+	if (in->stamps.impl) {
+		const char *impl = in->stamps.impl == 's'   ? "sha-ni"
+		                   : in->stamps.impl == 'a' ? "avx2"
+		                   : in->stamps.impl == 'g' ? "generic"
+		                                            : "none";
+		if (in->stamps.mode != '-') /* '-': the template, purgatory never ran */
+			json_object_object_add(purg, "impl", json_object_new_string(impl));
+	}
+	if (have_tb && tb->stamp_ns[0] != TIMEBASE_STAMP_ABSENT &&
+	    tb->stamp_ns[1] != TIMEBASE_STAMP_ABSENT) {
+		json_object_object_add(purg, "verify_ns",
+		                       json_object_new_int64(tb->stamp_ns[1] - tb->stamp_ns[0]));
+		json_object_object_add(purg, "verify_estimated",
+		                       json_object_new_boolean(!tb->stamps_trusted));
+		json_object_object_add(purg, "reason", NULL);
+	} else if (u->booted_kernel && !streq_ptr(u->booted_kernel, u->kernel_version))
+		/* Purgatory refused the image (and reset) or the handoff never
+		 * reached it: the kernel running now was not started by it. */
+		add_missing(missing, "purgatory_verify",
+		            "the staged kernel did not boot (running %s): nothing was stamped",
+		            u->booted_kernel);
+	else
+		add_missing(missing, "purgatory_verify", "%s",
+		            in->stamps.entry || in->stamps.verified
+		                    ? "purgatory stamps incomplete or not on a usable timebase"
+		                    : "no upgraded.stamps= on /proc/cmdline (the kernel's own "
+		                      "purgatory, e.g. kexec_file_load, stamps nothing)");
+}
+
+/* Adds the measured sections to a report being built (defaults from report_build()
+ * are replaced section by section). */
+static int measure_report_extend(Context *c, Update *u, json_object *report, void *userdata) {
+	Measure *m = userdata;
+	_cleanup_free_ char *kmsg = NULL;
+	json_object *missing = json_object_new_array(), *phases = json_object_new_array();
+	json_object *old_probe = NULL, *new_probe = NULL;
+	TimebaseInput in = {};
+	Timebase tb = {};
+	bool have_reboot, have_tb;
+	uint64_t commit_ns;
+	size_t kmsg_size = 0;
+
+	if (!missing || !phases)
+		return -ENOMEM;
+	have_reboot = sample_from_json(get_obj(u->measure, "request_sample"), &in.old_reboot) ||
+	              sample_from_json(get_obj(u->measure, "reboot_sample"), &in.old_reboot);
+	(void)sample_from_json(get_obj(u->measure, "commit_sample"), &in.old_earlier);
+
+	/* The probe on both kernels. */
+	report_probe(m, c, u, report, missing, &old_probe, &new_probe);
 
 	/* Old-kernel phase: commit request -> reboot request (or -> failure). */
 	commit_ns = stamp_ns(u, "commit-requested", u->handoff_boot_id ?: context_boot_id(c));
@@ -641,106 +773,11 @@ static int measure_report_extend(Context *c, Update *u, json_object *report, voi
 	}
 
 	/* The new kernel: one axis across the kexec. */
-	in.new_start = m->start;
-	(void)root_file(m, "/proc/cpuinfo", &cpuinfo, NULL);
-	r = root_file(m, "/dev/kmsg", &kmsg, &kmsg_size);
-	if (r < 0)
-		add_missing(missing, "boot_analysis", "cannot read /dev/kmsg: %s", strerror(-r));
-	(void)timebase_cpu_parse(cpuinfo, kmsg, &in.cpu);
-	r = root_file(m, "/proc/cmdline", &cmdline, NULL);
-	if (r >= 0) {
-		r = timebase_stamps_from_cmdline(cmdline, &in.stamps);
-		if (r == -EBADMSG)
-			add_missing(missing, "purgatory_stamps", "%s",
-			            "upgraded.stamps= on /proc/cmdline is malformed");
-	}
-
-	tbr = have_reboot ? timebase_compute(&in, &tb) : -ENODATA;
-	if (!have_reboot)
-		add_missing(missing, "timebase", "%s",
-		            "the handoff record has no reboot-request clock sample");
-	else if (tbr < 0)
-		add_missing(missing, "timebase", "%s", "clock samples unusable");
-	else if (tb.kind == TIMEBASE_NONE)
-		add_missing(missing, "timebase", "%s",
-		            "the kernels cannot be ordered (realtime went backwards)");
-	else
-		have_tb = true;
-	if (tbr >= 0) {
-		json_object *t = NULL;
-		if (timebase_to_json(&tb, &in, &t) >= 0)
-			json_object_object_add(report, "timebase", t);
-	}
-
-	if (have_tb) {
-		json_object *tp = get_obj(get_obj(report, "timebase"), "phases");
-		uint64_t done = stamp_ns(u, "completed", context_boot_id(c));
-		int64_t start = timebase_new_to_axis(&tb, m->start.monotonic_ns);
-
-		json_object_object_add(report, "phase_axis",
-		                       json_object_new_string("reboot-request"));
-		if (commit_ns && commit_ns <= in.old_reboot.monotonic_ns)
-			json_object_array_add(phases,
-			                      phase_new("pre-handoff",
-			                                timebase_old_to_axis(&in, commit_ns), 0,
-			                                false, "old"));
-		for (size_t i = 0; tp && i < json_object_array_length(tp); i++) {
-			json_object *p = json_object_array_get_idx(tp, i);
-			json_object *x = phase_new(json_object_get_string(get_obj(p, "name")),
-			                           json_object_get_int64(get_obj(p, "start_ns")),
-			                           json_object_get_int64(get_obj(p, "end_ns")),
-			                           true, "handoff");
-			json_object_array_add(phases, x);
-		}
-		if (done)
-			json_object_array_add(phases, phase_new("post-boot", start,
-			                                        timebase_new_to_axis(&tb, done),
-			                                        true, "new"));
-		json_object_object_add(totals, "host_blackout_ns", json_object_new_int64(start));
-		json_object_object_add(totals, "uncertainty_ns",
-		                       json_object_new_uint64(tb.uncertainty_ns));
-		json_object_object_add(totals, "timebase",
-		                       json_object_new_string(timebase_kind_to_string(tb.kind)));
-	} else {
-		add_missing(missing, "host_blackout", "%s", "no common timebase");
-		tb.kind = TIMEBASE_NONE; /* a zeroed Timebase would read as "tsc" */
-	}
+	report_read_new_kernel(m, &in, missing, &kmsg, &kmsg_size);
+	have_tb = report_timebase(&in, have_reboot, &tb, report, missing);
+	report_phases(m, c, u, &in, &tb, have_tb, commit_ns, report, phases, missing);
 	measure_vm_downtimes(&tb, &in, old_probe, new_probe, report, missing);
-
-	/* Purgatory: its implementation and verification time from its stamps. */
-	if (purg && in.stamps.impl) {
-		const char *impl = in.stamps.impl == 's'   ? "sha-ni"
-		                   : in.stamps.impl == 'a' ? "avx2"
-		                   : in.stamps.impl == 'g' ? "generic"
-		                                           : "none";
-		if (in.stamps.mode != '-') /* '-': the template, purgatory never ran */
-			json_object_object_add(purg, "impl", json_object_new_string(impl));
-	}
-	if (purg) {
-		bool have = have_tb && tb.stamp_ns[0] != TIMEBASE_STAMP_ABSENT &&
-		            tb.stamp_ns[1] != TIMEBASE_STAMP_ABSENT;
-		if (have) {
-			json_object_object_add(
-			        purg, "verify_ns",
-			        json_object_new_int64(tb.stamp_ns[1] - tb.stamp_ns[0]));
-			json_object_object_add(purg, "verify_estimated",
-			                       json_object_new_boolean(!tb.stamps_trusted));
-			json_object_object_add(purg, "reason", NULL);
-		} else if (u->booted_kernel && !streq_ptr(u->booted_kernel, u->kernel_version))
-			/* Purgatory refused the image (and reset) or the handoff never
-			 * reached it: the kernel running now was not started by it. */
-			add_missing(
-			        missing, "purgatory_verify",
-			        "the staged kernel did not boot (running %s): nothing was stamped",
-			        u->booted_kernel);
-		else
-			add_missing(
-			        missing, "purgatory_verify", "%s",
-			        in.stamps.entry || in.stamps.verified
-			                ? "purgatory stamps incomplete or not on a usable timebase"
-			                : "no upgraded.stamps= on /proc/cmdline (the kernel's own "
-			                  "purgatory, e.g. kexec_file_load, stamps nothing)");
-	}
+	report_purgatory(u, &in, &tb, have_tb, report, missing);
 
 	/* Boot analysis of the new kernel. */
 	if (kmsg) {
