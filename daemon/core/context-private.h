@@ -85,6 +85,10 @@ int context_finish(Context *c, Update *u, const char *result);
 
 int context_mark_failed(Context *c, Update *u, const char *why);
 
+/* The normal image of u to load from its opened files k and i: verified, as stage
+ * builds it (the commit may switch the mode later). */
+KexecImage context_staged_image(const Update *u, const ImageFile *k, const ImageFile *i);
+
 int context_load_crash_image(Context *c, Update *u, KexecImage *img);
 
 int context_open_staged_files(Context *c, Update *u, ImageFile *k, ImageFile *i, char **ret_why);

@@ -44,12 +44,7 @@ static int context_recover_staged(Context *c, Update *u) {
 
 	r = context_open_staged_files(c, u, &k, &i, &why);
 	if (r >= 0) {
-		img = (KexecImage){ .kernel_fd = k.fd,
-			            .initrd_fd = i.fd,
-			            .kernel_path = u->kernel.path,
-			            .initrd_path = u->initrd.path,
-			            .cmdline = u->cmdline,
-			            .mode = HANDOFF_MODE_VERIFIED };
+		img = context_staged_image(u, &k, &i);
 		r = need_kernel ? c->backend->load(c->root, &img) : 0;
 		if (r >= 0 && need_crash) {
 			u->crash_image_loaded = false;

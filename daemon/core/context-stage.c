@@ -118,6 +118,15 @@ static const char *crash_image_owner(Context *c) {
 	return "unknown";
 }
 
+KexecImage context_staged_image(const Update *u, const ImageFile *k, const ImageFile *i) {
+	return (KexecImage){ .kernel_fd = k->fd,
+		             .initrd_fd = i->fd,
+		             .kernel_path = u->kernel.path,
+		             .initrd_path = u->initrd.path,
+		             .cmdline = u->cmdline,
+		             .mode = HANDOFF_MODE_VERIFIED };
+}
+
 /* Step 1 of stage: validates the request and opens the files, touching nothing. */
 static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdline, ImageFile *k,
                           ImageFile *i, sd_bus_error *error) {
@@ -263,12 +272,7 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		                         "Cannot write the update record: %s.", strerror(-r));
 
 	/* 4. Preload: the commit path does no file I/O and no hashing. */
-	img = (KexecImage){ .kernel_fd = k.fd,
-		            .initrd_fd = i.fd,
-		            .kernel_path = u->kernel.path,
-		            .initrd_path = u->initrd.path,
-		            .cmdline = u->cmdline,
-		            .mode = HANDOFF_MODE_VERIFIED };
+	img = context_staged_image(u, &k, &i);
 	r = c->backend->load(c->root, &img);
 	if (r < 0)
 		return stage_load_failed(c, u, r, error);
