@@ -26,20 +26,11 @@
 #include "upgrade-bus.h"
 #include "vm.h"
 #include "vm-steps.h"
+#include "vm-transfers.h"
 
 #define VM_NAME_MAX     256
 #define VM_METADATA_NS  "urn:upgraded:policy:1"
 #define VM_METADATA_MAX 64 /* entries per domain; more are ignored */
-
-/* How far one VM's save or restore got (Update.VMTransfers). */
-typedef struct Transfer {
-	char *name;
-	bool restore;
-	uint64_t done, total;
-	usec_t started;      /* CLOCK_MONOTONIC, when first seen */
-	usec_t started_wall; /* CLOCK_REALTIME */
-	usec_t sampled;      /* CLOCK_MONOTONIC, last sample */
-} Transfer;
 
 struct VmWiring {
 	Context *context;
@@ -48,23 +39,10 @@ struct VmWiring {
 	 * concurrently, each with a reference of its own). */
 	pthread_mutex_t conn_lock;
 	virConnectPtr conn;
-	/* The transfers of the update that saves or restores now (state lock). */
-	char *transfer_id;
-	Transfer *transfers;
-	size_t n_transfers;
+	VmTransfers *transfers; /* Update.VMTransfers (state lock) */
 };
 
 /* ---- constructors / destructors ---- */
-
-static void transfers_clear(VmWiring *w) {
-	for (size_t i = 0; i < w->n_transfers; i++)
-		free(w->transfers[i].name);
-	free(w->transfers);
-	free(w->transfer_id);
-	w->transfers = NULL;
-	w->n_transfers = 0;
-	w->transfer_id = NULL;
-}
 
 VmWiring *vms_free(VmWiring *w) {
 	if (!w)
@@ -72,7 +50,7 @@ VmWiring *vms_free(VmWiring *w) {
 	if (w->conn)
 		virConnectClose(w->conn);
 	pthread_mutex_destroy(&w->conn_lock);
-	transfers_clear(w);
+	vm_transfers_free(w->transfers);
 	free(w->uri);
 	free(w);
 	return NULL;
@@ -515,62 +493,6 @@ typedef struct Progress {
 	bool restore;
 } Progress;
 
-static usec_t now_usec(clockid_t clock) {
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (usec_t)ts.tv_sec * 1000000ULL + (usec_t)ts.tv_nsec / 1000ULL;
-}
-
-static Transfer *transfer_get(VmWiring *w, const Update *u, const char *name, bool restore) {
-	Transfer *t;
-
-	if (!streq_ptr(w->transfer_id, u->id)) {
-		transfers_clear(w);
-		w->transfer_id = strdup(u->id);
-		if (!w->transfer_id)
-			return NULL;
-	}
-	for (size_t i = 0; i < w->n_transfers; i++)
-		if (streq(w->transfers[i].name, name) && w->transfers[i].restore == restore)
-			return &w->transfers[i];
-	t = realloc(w->transfers, (w->n_transfers + 1) * sizeof(*t));
-	if (!t)
-		return NULL;
-	w->transfers = t;
-	t = &t[w->n_transfers];
-	*t = (Transfer){ .name = strdup(name),
-		         .restore = restore,
-		         .started = now_usec(CLOCK_MONOTONIC),
-		         .started_wall = now_usec(CLOCK_REALTIME) };
-	if (!t->name)
-		return NULL;
-	w->n_transfers++;
-	return t;
-}
-
-/* A VM's outcome as a transfer: started when its save or restore starts, complete with the
- * image's size when it ends. */
-static void transfer_from_result(Progress *p, const VmResult *r) {
-	Transfer *t;
-
-	if (r->outcome != VM_OUTCOME_SAVING && r->outcome != VM_OUTCOME_SAVED &&
-	    r->outcome != VM_OUTCOME_RESTORING && r->outcome != VM_OUTCOME_RESUMED &&
-	    r->outcome != VM_OUTCOME_RESTORED)
-		return;
-	t = transfer_get(p->wiring, p->update, r->name, p->restore);
-	if (!t)
-		return;
-	t->sampled = now_usec(CLOCK_MONOTONIC);
-	if (r->saved_bytes <= 0)
-		return;
-	/* A restore reads the image the save wrote: its size is the total from the start. */
-	if (r->outcome == VM_OUTCOME_RESTORING)
-		t->total = (uint64_t)r->saved_bytes;
-	else if (r->outcome != VM_OUTCOME_SAVING)
-		t->done = t->total = (uint64_t)r->saved_bytes;
-}
-
 /* Replaces (or appends) the record of r->name in u->vms and tells the bus. Runs on the
  * thread that called the VM library, with the state lock released (a job's worker): takes
  * it for the update. */
@@ -588,7 +510,7 @@ static void on_vm_progress(const VmResult *r, void *userdata) {
 		return;
 	if (job_blocking_end() < 0)
 		goto out; /* abandoned: the update is not ours any more */
-	transfer_from_result(p, r);
+	vm_transfers_result(p->wiring->transfers, p->update->id, r, p->restore);
 	rec = json_object_get(json_object_array_get_idx(arr, 0));
 	if (!p->update->vms)
 		p->update->vms = json_object_new_array();
@@ -617,12 +539,10 @@ out:
 /* plan.on_bytes: how far a save or restore got (same thread and lock rules). */
 static void on_vm_bytes(const char *name, uint64_t done, uint64_t total, void *userdata) {
 	Progress *p = userdata;
-	Transfer *t;
 
-	if (job_blocking_end() >= 0 && (t = transfer_get(p->wiring, p->update, name, p->restore))) {
-		t->done = done;
-		t->total = total;
-		t->sampled = now_usec(CLOCK_MONOTONIC);
+	if (job_blocking_end() >= 0) {
+		vm_transfers_bytes(p->wiring->transfers, p->update->id, name, p->restore, done,
+		                   total);
 		context_notify(p->context, p->update);
 	}
 	job_blocking_begin();
@@ -932,7 +852,7 @@ int vms_attach(Context *c, const char *uri, VmWiring **ret) {
 	w->context = c;
 	pthread_mutex_init(&w->conn_lock, NULL);
 	w->uri = strdup(uri ?: VMS_LIBVIRT_URI_DEFAULT);
-	if (!w->uri)
+	if (!w->uri || vm_transfers_new(&w->transfers) < 0)
 		return -ENOMEM;
 	virSetErrorFunc(NULL, on_libvirt_error);
 
@@ -1048,22 +968,5 @@ int vms_append_property(const Update *u, sd_bus_message *reply) {
 }
 
 int vms_append_transfers(const VmWiring *w, const Update *u, sd_bus_message *reply) {
-	bool ours = w && streq_ptr(w->transfer_id, u->id);
-	int r;
-
-	r = sd_bus_message_open_container(reply, 'a', "(sstttt)");
-	if (r < 0)
-		return r;
-	for (size_t i = 0; ours && i < w->n_transfers; i++) {
-		const Transfer *t = &w->transfers[i];
-		usec_t span = t->sampled > t->started ? t->sampled - t->started : 0;
-		uint64_t rate = span > 0 ? (uint64_t)((double)t->done * 1e6 / (double)span) : 0;
-
-		r = sd_bus_message_append(reply, "(sstttt)", t->name,
-		                          t->restore ? "restore" : "save", t->done, t->total, rate,
-		                          t->started_wall);
-		if (r < 0)
-			return r;
-	}
-	return sd_bus_message_close_container(reply);
+	return vm_transfers_append(w ? w->transfers : NULL, u->id, reply);
 }

@@ -27,9 +27,16 @@ check "daemon starts" start_daemon old
 state() { "$CTL" show "$1" -p State --value; }
 phase() { "$CTL" show "$1" -p Phase --value; }
 images() { ls "$SAVE_DIR" | tr '\n' ' '; }
+# (virsh's output captured first: with pipefail, grep -q closing the pipe early fails virsh.)
 both_images_kept() {
-        V dominfo vm-a | grep -qE 'Managed save: +yes' && V dominfo vm-b | grep -qE 'Managed save: +yes' &&
-                [ -s "$SAVE_DIR/vm-a.save" ] && [ -s "$SAVE_DIR/vm-b.save" ]
+        local d info ok=0
+        for d in vm-a vm-b; do
+                info=$(V dominfo "$d")
+                echo "# $d: $(V domstate "$d"), $(grep -E 'Managed save' <<<"$info"), image $(stat -c %s "$SAVE_DIR/$d.save" 2>&1)"
+                [ "$(V domstate "$d")" = "shut off" ] && [ -s "$SAVE_DIR/$d.save" ] &&
+                        grep -qE 'Managed save: +yes' <<<"$info" || ok=1
+        done
+        return $ok
 }
 now_ms() { date +%s%3N; }
 
