@@ -16,6 +16,7 @@
 #include "cli-json.h"
 #include "config.h"
 #include "json-util.h"
+#include "follow.h"
 #include "log.h"
 #include "macros.h"
 #include "policy.h"
@@ -23,21 +24,22 @@
 #include "string-util.h"
 #include "upgrade-bus.h"
 
-#define WAIT_TIMEOUT_USEC        (10ULL * 60 * 1000000)
-#define FOLLOW_CALL_TIMEOUT_USEC (5ULL * 1000000)
+#define WAIT_TIMEOUT_USEC (10ULL * 60 * 1000000) /* --wait-timeout= default */
 
 /* Exit codes (documented in the help text and docs/dbus-api.md). */
 enum {
 	EXIT_OK = 0,
-	EXIT_FAILED = 1,     /* the operation or the update failed */
-	EXIT_USAGE = 2,      /* bad command line */
-	EXIT_REJECTED = 3,   /* the daemon rejected the input */
-	EXIT_PERMISSION = 4, /* not authorized */
-	EXIT_NOT_FOUND = 5,  /* no such update or report */
-	EXIT_BAD_STATE = 6,  /* already staged / wrong state */
-	EXIT_NO_KEXEC = 7,   /* kexec unavailable or the kernel refused to load */
-	EXIT_NO_SERVICE = 8, /* upgraded is not reachable */
-	EXIT_REFUSED = 9,    /* the policy refused the commit */
+	EXIT_FAILED = 1,           /* the operation or the update failed */
+	EXIT_USAGE = 2,            /* bad command line */
+	EXIT_REJECTED = 3,         /* the daemon rejected the input */
+	EXIT_PERMISSION = 4,       /* not authorized */
+	EXIT_NOT_FOUND = 5,        /* no such update or report */
+	EXIT_BAD_STATE = 6,        /* already staged / wrong state */
+	EXIT_NO_KEXEC = 7,         /* kexec unavailable or the kernel refused to load */
+	EXIT_NO_SERVICE = 8,       /* upgraded is not reachable */
+	EXIT_REFUSED = 9,          /* the policy refused the commit */
+	EXIT_WAIT_TIMEOUT = 10,    /* --wait / watch: --wait-timeout= passed first */
+	EXIT_LIBVIRT_TIMEOUT = 11, /* libvirtd did not answer within the daemon's deadline */
 };
 
 static bool arg_json = false;
@@ -46,6 +48,7 @@ static bool arg_wait = false;
 static bool arg_value = false;
 static bool arg_reuse_cmdline = false;
 static bool arg_dry_run = false;
+static uint64_t arg_wait_timeout = WAIT_TIMEOUT_USEC;
 static const char *arg_initrd = NULL;
 static const char *arg_cmdline = NULL;
 static char **arg_properties = NULL;
@@ -84,6 +87,7 @@ static int exit_code_for_error(const sd_bus_error *e) {
 		{ UPGRADE_ERROR_BAD_STATE, EXIT_BAD_STATE },
 		{ UPGRADE_ERROR_KEXEC_UNAVAILABLE, EXIT_NO_KEXEC },
 		{ UPGRADE_ERROR_KEXEC_FAILED, EXIT_NO_KEXEC },
+		{ UPGRADE_ERROR_LIBVIRT_TIMEOUT, EXIT_LIBVIRT_TIMEOUT },
 		{ SD_BUS_ERROR_SERVICE_UNKNOWN, EXIT_NO_SERVICE },
 		{ SD_BUS_ERROR_NAME_HAS_NO_OWNER, EXIT_NO_SERVICE },
 		{ SD_BUS_ERROR_NO_REPLY, EXIT_NO_SERVICE },
@@ -103,20 +107,6 @@ static int fail_bus(const char *what, const sd_bus_error *e, int r) {
 	}
 	fprintf(stderr, "%s: %s\n", what, strerror(-r));
 	return EXIT_FAILED;
-}
-
-static int get_string_property(sd_bus *bus, const char *path, const char *iface, const char *name,
-                               char **ret) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-
-	return sd_bus_get_property_string(bus, UPGRADE_BUS_NAME, path, iface, name, &e, ret);
-}
-
-static int get_u32_property(sd_bus *bus, const char *path, const char *iface, const char *name,
-                            uint32_t *ret) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-
-	return sd_bus_get_property_trivial(bus, UPGRADE_BUS_NAME, path, iface, name, &e, 'u', ret);
 }
 
 static int call_string(sd_bus *bus, const char *method, const char *arg, char **ret,
@@ -140,238 +130,34 @@ static int call_string(sd_bus *bus, const char *method, const char *arg, char **
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* ---- --wait: follow an update object ---- */
-
-typedef struct Follow {
-	bool changed;
-	char *result;
-	char *last_phase;
-	char **vm_seen;   /* "name:result" already printed */
-	bool daemon_gone; /* upgraded left the bus (stopped, crashed) */
-} Follow;
-
-static bool strv_has(char **l, const char *s) {
-	STRV_FOREACH (k, l)
-		if (streq(*k, s))
-			return true;
-	return false;
-}
-
-/* One line per VM whose result changed (Update.VMs carried by PropertiesChanged). */
-static void follow_print_vms(Follow *f, sd_bus_message *m) {
-	const char *name, *strategy, *result;
-
-	if (sd_bus_message_enter_container(m, 'v', "a(sss)") < 0)
-		return;
-	if (sd_bus_message_enter_container(m, 'a', "(sss)") < 0)
-		return;
-	while (sd_bus_message_read(m, "(sss)", &name, &strategy, &result) > 0) {
-		_cleanup_free_ char *key = NULL;
-
-		if (asprintf(&key, "%s:%s", name, result) < 0 || strv_has(f->vm_seen, key))
-			continue;
-		printf("      VM %s (%s): %s\n", name, strategy, result);
-		fflush(stdout);
-		(void)strv_extend(&f->vm_seen, key);
-	}
-	(void)sd_bus_message_exit_container(m);
-	(void)sd_bus_message_exit_container(m);
-}
-
-static void follow_print(Follow *f, const char *phase, uint32_t progress) {
-	if (!phase || streq_ptr(phase, f->last_phase))
-		return;
-	printf("%3u%%  %s\n", progress, phase);
-	fflush(stdout);
-	free(f->last_phase);
-	f->last_phase = strdup(phase);
-}
-
-/* Prints every phase the signal carries: the daemon may pass through several
- * before we could ask for the current one. */
-static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
-	Follow *f = userdata;
-	const char *iface, *name, *phase = NULL;
-	uint32_t progress = 0;
+/* Follows path until it ends (f: subscribed before the call that started the work; NULL:
+ * now) and returns the exit code. */
+static int follow_exit_code(FollowOutcome o);
+static int follow_path(sd_bus *bus, const char *path, Follow *f) {
+	_cleanup_(follow_freep) Follow *own = NULL;
 	int r;
 
-	f->changed = true;
-	if (sd_bus_message_read(m, "s", &iface) < 0 || !streq(iface, UPGRADE_UPDATE_IFACE))
-		return 0;
-	if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
-		return 0;
-	while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-		if (sd_bus_message_read(m, "s", &name) < 0)
-			return 0;
-		if (streq(name, "Phase"))
-			r = sd_bus_message_read(m, "v", "s", &phase);
-		else if (streq(name, "Progress"))
-			r = sd_bus_message_read(m, "v", "u", &progress);
-		else if (streq(name, "VMs")) {
-			/* The phase first: it changed before the VMs did. */
-			follow_print(f, phase, progress);
-			follow_print_vms(f, m);
-			r = 0;
-		} else
-			r = sd_bus_message_skip(m, "v");
-		if (r < 0 || sd_bus_message_exit_container(m) < 0)
-			return 0;
-	}
-	follow_print(f, phase, progress);
-	return 0;
-}
-
-static int on_finished(sd_bus_message *m, void *userdata, sd_bus_error *e) {
-	Follow *f = userdata;
-	const char *result;
-
-	if (sd_bus_message_read(m, "s", &result) >= 0 && !f->result)
-		f->result = strdup(result);
-	f->changed = true;
-	return 0;
-}
-
-/* The daemon's name lost its owner: it stopped or died while we followed. */
-static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
-	Follow *f = userdata;
-	const char *name, *old_owner, *new_owner;
-
-	if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) >= 0 &&
-	    streq(name, UPGRADE_BUS_NAME) && !*new_owner)
-		f->daemon_gone = true;
-	return 0;
-}
-
-static int add_follow_matches(sd_bus *bus, Follow *f) {
-	int r;
-
-	r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-	                        "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed,
-	                        f);
-	if (r < 0)
-		return r;
-
-	r = sd_bus_add_match(
-	        bus, NULL,
-	        "type='signal',sender='" UPGRADE_BUS_NAME "',"
-	        "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-	        "path_namespace='" UPGRADE_UPDATE_PREFIX "'",
-	        on_properties_changed, f);
-	if (r < 0)
-		return r;
-	return sd_bus_add_match(bus, NULL,
-	                        "type='signal',sender='" UPGRADE_BUS_NAME
-	                        "',interface='" UPGRADE_UPDATE_IFACE "',member='Finished'",
-	                        on_finished, f);
-}
-
-/* The update's VMs property: one line per VM. */
-static void print_update_vms(sd_bus *bus, const char *path) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	const char *name, *strategy, *result;
-	bool header = false;
-
-	if (sd_bus_get_property(bus, UPGRADE_BUS_NAME, path, UPGRADE_UPDATE_IFACE, "VMs", &e,
-	                        &reply, "a(sss)") < 0 ||
-	    sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
-		return;
-	while (sd_bus_message_read(reply, "(sss)", &name, &strategy, &result) > 0) {
-		if (!header)
-			printf("%-24s  %-10s  %s\n", "VM", "STRATEGY", "RESULT");
-		header = true;
-		printf("%-24s  %-10s  %s\n", name, strategy, result);
-	}
-}
-
-/* Prints each new phase until the update finished or reached the handoff.
- * Returns the exit code. */
-static int follow_update(sd_bus *bus, const char *path, Follow *f) {
-	struct timespec ts;
-	uint64_t deadline;
-	int r;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	deadline = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000 + WAIT_TIMEOUT_USEC;
-	/* Signals that arrived while the method call was pending come first... */
-	while ((r = sd_bus_process(bus, NULL)) > 0)
-		;
-	if (r < 0)
-		return fail_bus("Lost the bus connection", NULL, r);
-	/* ...then the current state, in case the match came too late for some. */
-	f->changed = true;
-	/* Short calls, asked again while the daemon is busy: a daemon that died is
-	 * noticed within FOLLOW_CALL_TIMEOUT_USEC. */
-	(void)sd_bus_set_method_call_timeout(bus, FOLLOW_CALL_TIMEOUT_USEC);
-
-	for (;;) {
-		_cleanup_free_ char *phase = NULL, *state = NULL, *error = NULL;
-		uint32_t progress = 0;
-		uint64_t now;
-
-		if (f->daemon_gone) {
-			fprintf(stderr,
-			        "upgraded stopped while the update was in phase '%s'; it resolves "
-			        "the update when it starts again (see upgradectl status).\n",
-			        strna(f->last_phase));
-			return EXIT_NO_SERVICE;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-		if (now >= deadline) {
-			fprintf(stderr, "Timed out waiting for the update.\n");
-			return EXIT_FAILED;
-		}
-		if (f->changed) {
-			f->changed = false;
-			r = get_string_property(bus, path, UPGRADE_UPDATE_IFACE, "Phase", &phase);
-			if (r == -ETIMEDOUT) {
-				/* The daemon runs the commit steps in its event loop and answers
-				 * when a step is done; one that died answers never. The signal
-				 * saying which came in meanwhile. */
-				while (sd_bus_process(bus, NULL) > 0)
-					;
-				f->changed = true;
-				continue;
-			}
-			if (r < 0)
-				return fail_bus("Reading the update's phase failed", NULL, r);
-			(void)get_u32_property(bus, path, UPGRADE_UPDATE_IFACE, "Progress",
-			                       &progress);
-			(void)get_string_property(bus, path, UPGRADE_UPDATE_IFACE, "State", &state);
-			(void)get_string_property(bus, path, UPGRADE_UPDATE_IFACE, "Error", &error);
-			/* Phases that went by during these calls are in the queue:
-			 * print them (in order) before deciding on the polled state. */
-			while ((r = sd_bus_process(bus, NULL)) > 0)
-				;
-			if (r < 0)
-				return fail_bus("Lost the bus connection", NULL, r);
-			if (!f->last_phase)
-				follow_print(f, phase, progress);
-			if (streq_ptr(phase, "handoff-requested") || streq_ptr(state, "failed"))
-				print_update_vms(bus, path);
-			if (streq_ptr(phase, "handoff-requested")) {
-				printf("kexec requested: the system is now booting the new "
-				       "kernel.\n");
-				return EXIT_OK;
-			}
-			if (streq_ptr(state, "failed")) {
-				fprintf(stderr, "Update failed: %s\n", strna(error));
-				return EXIT_FAILED;
-			}
-			if (streq_ptr(state, "done") || streq_ptr(state, "cancelled") ||
-			    streq_ptr(state, "staged"))
-				return streq_ptr(state, "cancelled") ? EXIT_FAILED : EXIT_OK;
-		}
-
-		r = sd_bus_process(bus, NULL);
+	if (!f) {
+		r = follow_new(bus, &own);
 		if (r < 0)
-			return fail_bus("Lost the bus connection", NULL, r);
-		if (r > 0)
-			continue;
-		r = sd_bus_wait(bus, deadline - now);
-		if (r < 0)
-			return fail_bus("Waiting on the bus failed", NULL, r);
+			return fail_bus("Subscribing to progress failed", NULL, r);
+		f = own;
+	}
+	return follow_exit_code(follow_update(f, path, arg_wait_timeout));
+}
+
+/* The exit code of a followed update. */
+static int follow_exit_code(FollowOutcome o) {
+	switch (o) {
+	case FOLLOW_HANDOFF:
+	case FOLLOW_DONE:
+		return EXIT_OK;
+	case FOLLOW_TIMEOUT:
+		return EXIT_WAIT_TIMEOUT;
+	case FOLLOW_DAEMON_GONE:
+		return EXIT_NO_SERVICE;
+	default:
+		return EXIT_FAILED;
 	}
 }
 
@@ -380,7 +166,6 @@ static int follow_update(sd_bus *bus, const char *path, Follow *f) {
 static int verb_stage(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-	Follow f = {};
 	const char *id, *path;
 	int r;
 
@@ -407,13 +192,8 @@ static int verb_stage(sd_bus *bus, char **args, unsigned n) {
 		return fail_bus("Bad reply", NULL, r);
 	printf("%s\n", id);
 	fflush(stdout);
-	if (arg_wait) {
-		r = follow_update(bus, path, &f);
-		free(f.result);
-		free(f.last_phase);
-		strv_free(f.vm_seen);
-		return r;
-	}
+	if (arg_wait)
+		return follow_path(bus, path, NULL);
 	return EXIT_OK;
 }
 
@@ -503,15 +283,15 @@ static int commit_dry_run(sd_bus *bus, const char *id) {
 static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	Follow f = {};
+	_cleanup_(follow_freep) Follow *f = NULL;
 	const char *path;
-	int r, ret;
+	int r;
 
 	if (arg_dry_run)
 		return commit_dry_run(bus, n > 0 ? args[0] : "");
 
 	if (arg_wait) {
-		r = add_follow_matches(bus, &f);
+		r = follow_new(bus, &f);
 		if (r < 0)
 			return fail_bus("Subscribing to progress failed", NULL, r);
 	}
@@ -526,11 +306,58 @@ static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 		printf("%s\n", path);
 		return EXIT_OK;
 	}
-	ret = follow_update(bus, path, &f);
-	free(f.result);
-	free(f.last_phase);
-	strv_free(f.vm_seen);
-	return ret;
+	return follow_path(bus, path, f);
+}
+
+/* The update to watch: ID, or the one in flight (committing, completing; else staged). */
+static int watch_pick(sd_bus *bus, const char *id, char **ret_path) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *uid, *state, *path;
+	_cleanup_free_ char *pick = NULL;
+	int r, rank = 0;
+
+	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
+	                       "ListUpdates", &e, &reply, NULL);
+	if (r < 0)
+		return fail_bus("Listing the updates failed", &e, r);
+	r = sd_bus_message_enter_container(reply, 'a', "(sso)");
+	if (r < 0)
+		return fail_bus("Bad reply", NULL, r);
+	while (sd_bus_message_read(reply, "(sso)", &uid, &state, &path) > 0) {
+		int k = *id ? streq(uid, id) * 3
+		        : streq(state, "committing") || streq(state, "completing") ? 2
+		        : streq(state, "staged")                                   ? 1
+		                                                                   : 0;
+
+		if (k > rank) {
+			rank = k;
+			free(pick);
+			pick = strdup(path);
+			if (!pick)
+				return EXIT_FAILED;
+		}
+	}
+	if (!pick) {
+		fprintf(stderr, *id ? "No update '%s'.\n" : "No update in flight.%s\n", id);
+		return EXIT_NOT_FOUND;
+	}
+	*ret_path = TAKE_PTR(pick);
+	return EXIT_OK;
+}
+
+static int verb_watch(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(follow_freep) Follow *f = NULL;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = follow_new(bus, &f);
+	if (r < 0)
+		return fail_bus("Subscribing to progress failed", NULL, r);
+	r = watch_pick(bus, n > 0 ? args[0] : "", &path);
+	if (r != EXIT_OK)
+		return r;
+	return follow_path(bus, path, f);
 }
 
 static int verb_cancel(sd_bus *bus, char **args, unsigned n) {
@@ -811,19 +638,21 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 
 /* ---- help ---- */
 
-#define EXIT_STATUS_TEXT                                                                   \
-	"EXIT STATUS\n"                                                                    \
-	"    0  success\n"                                                                 \
-	"    1  the operation or the update failed\n"                                      \
-	"    2  invalid command line\n"                                                    \
-	"    3  the daemon rejected the input (InvalidPath, NotAllowedPath, UnsafeFile,\n" \
-	"       InvalidImage, InvalidCmdline, InvalidOption, InvalidId)\n"                 \
-	"    4  permission denied (root or polkit action org.upgraded.Upgrade1.manage)\n"  \
-	"    5  no such update or report\n"                                                \
-	"    6  wrong state (AlreadyStaged, BadState)\n"                                   \
-	"    7  kexec unavailable or the kernel refused to load the image\n"               \
-	"    8  upgraded is not reachable on the system bus, or stopped during --wait\n"   \
-	"    9  the policy refused the commit (PolicyRefused; see commit --dry-run)\n"
+#define EXIT_STATUS_TEXT                                                                        \
+	"EXIT STATUS\n"                                                                         \
+	"    0  success\n"                                                                      \
+	"    1  the operation or the update failed\n"                                           \
+	"    2  invalid command line\n"                                                         \
+	"    3  the daemon rejected the input (InvalidPath, NotAllowedPath, UnsafeFile,\n"      \
+	"       InvalidImage, InvalidCmdline, InvalidOption, InvalidId)\n"                      \
+	"    4  permission denied (root or polkit action org.upgraded.Upgrade1.manage)\n"       \
+	"    5  no such update or report\n"                                                     \
+	"    6  wrong state (AlreadyStaged, BadState)\n"                                        \
+	"    7  kexec unavailable or the kernel refused to load the image\n"                    \
+	"    8  upgraded is not reachable on the system bus, or stopped during --wait\n"        \
+	"    9  the policy refused the commit (PolicyRefused; see commit --dry-run)\n"          \
+	"   10  --wait or watch: --wait-timeout= passed before the update ended (it goes on)\n" \
+	"   11  libvirtd did not answer within the daemon's deadline (LibvirtTimeout)\n"
 
 #define COMMON_OPTIONS_TEXT                                                                     \
 	"    --no-ask-password  Do not ask for a password (polkit interactive authorization)\n" \
@@ -853,7 +682,8 @@ static const Verb verbs[] = {
 	  "        --initrd=/boot/initrd.img-6.1.0-57-cloud-amd64 --reuse-cmdline\n" },
 	{ "commit", 0, 1, verb_commit,
 	  "NAME\n    upgradectl commit - hand the machine over to the staged kernel\n\n"
-	  "SYNOPSIS\n    upgradectl commit [ID] [--wait | --dry-run [--json]]\n\n"
+	  "SYNOPSIS\n    upgradectl commit [ID] [--wait [--wait-timeout=SEC] | --dry-run "
+	  "[--json]]\n\n"
 	  "DESCRIPTION\n"
 	  "    Commits the staged update (or update ID): the pre-handoff steps run, the\n"
 	  "    handoff record is persisted and synced, then systemd is asked to start\n"
@@ -862,12 +692,30 @@ static const Verb verbs[] = {
 	  "    at once with the update's object path; --wait follows its progress.\n\n"
 	  "OPTIONS\n"
 	  "    --wait             Print each phase until the kexec is requested or the\n"
-	  "                       update failed, then each VM's strategy and result\n"
+	  "                       update failed, then each VM's strategy and result; while\n"
+	  "                       VMs are saved, their bytes, rate, an estimate of the time\n"
+	  "                       left and the time elapsed since the commit began\n"
+	  "    --wait-timeout=SEC Stop waiting after SEC seconds (default 600, 0: no limit)\n"
+	  "                       with exit status 10; the update goes on\n"
 	  "    --dry-run          Change nothing: print the handoff mode, each VM's\n"
 	  "                       strategy and the preconditions, with the policy's reasons\n"
 	  "                       (exit 9 when the commit would be refused)\n"
 	  "    --json             With --dry-run: print the decisions as JSON\n" COMMON_OPTIONS_TEXT
 	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl commit --wait\n" },
+	{ "watch", 0, 1, verb_watch,
+	  "NAME\n    upgradectl watch - follow an update in flight\n\n"
+	  "SYNOPSIS\n    upgradectl watch [ID] [--wait-timeout=SEC]\n\n"
+	  "DESCRIPTION\n"
+	  "    Attaches to update ID, or to the one in flight (committing, or completing on\n"
+	  "    the new kernel while its VMs are restored), and prints what commit --wait\n"
+	  "    prints: each phase, each VM's result, the bytes saved or restored per VM with\n"
+	  "    the rate and an estimate of the time left, and the time elapsed. Ends when\n"
+	  "    the kexec is requested or the update ended (0 done or handed off, 1 failed\n"
+	  "    or cancelled), or after --wait-timeout= (10).\n\n"
+	  "OPTIONS\n"
+	  "    --wait-timeout=SEC Stop after SEC seconds (default 600, 0: no "
+	  "limit)\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl watch\n" },
 	{ "restore-vm", 1, 1, verb_restore_vm,
 	  "NAME\n    upgradectl restore-vm - restore one VM from its kept saved state\n\n"
 	  "SYNOPSIS\n    upgradectl restore-vm NAME\n\n"
@@ -876,15 +724,20 @@ static const Verb verbs[] = {
 	  "    kept on disk. This asks upgraded to restore the libvirt domain NAME from it\n"
 	  "    and resume it, and records the outcome in the update's VM results. Refused\n"
 	  "    for an unknown domain (NoSuchVM, exit 5), a domain without saved state\n"
-	  "    (NoSavedState, exit 5) and a running domain (VMRunning, exit 6).\n\n"
+	  "    (NoSavedState, exit 5), a running domain (VMRunning, exit 6), and while an\n"
+	  "    update commits or completes (BadState, exit 6: past the point of no return\n"
+	  "    the image belongs to the new kernel and is kept).\n\n"
 	  "OPTIONS\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	  "\nEXAMPLES\n    upgradectl restore-vm web-1\n" },
 	{ "cancel", 0, 1, verb_cancel,
 	  "NAME\n    upgradectl cancel - drop a staged update\n\n"
 	  "SYNOPSIS\n    upgradectl cancel [ID]\n\n"
 	  "DESCRIPTION\n"
-	  "    Cancels the staged update (or update ID) and unloads its image. Only a staged\n"
-	  "    update can be cancelled; a commit in progress cannot.\n\n"
+	  "    Cancels the staged update (or update ID) and unloads its image. A commit\n"
+	  "    before the point of no return (phase pre-handoff) is stopped too: running VM\n"
+	  "    saves are aborted, every VM resumes, no saved image is left, and the update\n"
+	  "    ends \"cancelled\" (watch it to see when). From the handoff record on it is\n"
+	  "    refused (BadState, exit 6).\n\n"
 	  "OPTIONS\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	  "\nEXAMPLES\n    upgradectl cancel\n" },
 	{ "status", 0, 0, verb_status,
@@ -944,7 +797,9 @@ static void help(void) {
 	       "VERBS\n"
 	       "    stage KERNEL       Validate and preload a kernel\n"
 	       "    commit [ID]        Hand over to the staged kernel (kexec)\n"
-	       "    cancel [ID]        Drop the staged update\n"
+	       "    cancel [ID]        Drop the staged update, or stop a commit before the\n"
+	       "                       point of no return\n"
+	       "    watch [ID]         Follow an update in flight\n"
 	       "    status             Service state and updates\n"
 	       "    list               List updates\n"
 	       "    report [ID]        Report of a finished update\n"
@@ -954,6 +809,7 @@ static void help(void) {
 	       "OPTIONS\n"
 	       "    --json             JSON output (status, list, report, describe)\n"
 	       "    --wait             Follow progress (stage, commit)\n"
+	       "    --wait-timeout=SEC Limit of --wait and watch (default 600, 0: none; exit 10)\n"
 	       "    --version          Show the version\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	       "\nENVIRONMENT\n"
 	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus)\n");
@@ -970,6 +826,7 @@ int main(int argc, char *argv[]) {
 		ARG_CMDLINE,
 		ARG_REUSE_CMDLINE,
 		ARG_DRY_RUN,
+		ARG_WAIT_TIMEOUT,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -983,6 +840,7 @@ int main(int argc, char *argv[]) {
 		{ "cmdline", required_argument, NULL, ARG_CMDLINE },
 		{ "reuse-cmdline", no_argument, NULL, ARG_REUSE_CMDLINE },
 		{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
+		{ "wait-timeout", required_argument, NULL, ARG_WAIT_TIMEOUT },
 		{},
 	};
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -1019,6 +877,19 @@ int main(int argc, char *argv[]) {
 		case ARG_DRY_RUN:
 			arg_dry_run = true;
 			break;
+		case ARG_WAIT_TIMEOUT: {
+			unsigned long long sec;
+
+			if (safe_atou64(optarg, &sec) < 0 || sec > 7 * 24 * 3600) {
+				fprintf(stderr,
+				        "--wait-timeout= takes seconds (0: no limit), not "
+				        "'%s'.\n",
+				        optarg);
+				return EXIT_USAGE;
+			}
+			arg_wait_timeout = sec * 1000000ULL;
+			break;
+		}
 		case ARG_INITRD:
 			arg_initrd = optarg;
 			break;

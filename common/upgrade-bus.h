@@ -37,6 +37,7 @@
 #define UPGRADE_ERROR_VM_RUNNING        UPGRADE_ERROR_PREFIX "VMRunning"
 #define UPGRADE_ERROR_NO_SAVED_STATE    UPGRADE_ERROR_PREFIX "NoSavedState"
 #define UPGRADE_ERROR_INVALID_VM_NAME   UPGRADE_ERROR_PREFIX "InvalidVMName"
+#define UPGRADE_ERROR_LIBVIRT_TIMEOUT   UPGRADE_ERROR_PREFIX "LibvirtTimeout"
 
 /* The polkit action guarding every mutating method. */
 #define UPGRADE_POLKIT_ACTION "org.upgraded.Upgrade1.manage"

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -26,6 +28,8 @@
 #include "path-util.h"
 #include "policy.h"
 #include "string-util.h"
+#include "job.h"
+#include "vm.h"
 #include "vm-steps.h"
 #ifdef UPGRADED_TEST_CORRUPT_DIGEST
 #include "kexec-loader.h"
@@ -111,6 +115,7 @@ typedef struct Args {
 	const char *running_kernel;
 	const char *boot_id;
 	const char *libvirt_uri;
+	uint64_t libvirt_timeout_usec;
 	bool check_config;
 } Args;
 
@@ -126,6 +131,9 @@ static void help(void) {
 	       "     --check-config         Validate the configuration and exit\n"
 	       "     --libvirt-uri=URI      Manage the VMs of this libvirt connection\n"
 	       "                            (default: qemu:///system)\n"
+	       "     --libvirt-timeout=SEC  Deadline of every libvirt call: opening a connection,\n"
+	       "                            and libvirtd's silence before the keepalive closes it\n"
+	       "                            (default: 15)\n"
 	       "     --log-level=LEVEL      err, warning, info (default) or debug\n\n"
 	       "Test-only options, accepted together with --root only:\n"
 	       "     --backend=NAME         kexec backend: kexec_load (upgraded's own loader),\n"
@@ -149,6 +157,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		ARG_RUNNING_KERNEL,
 		ARG_BOOT_ID,
 		ARG_LIBVIRT_URI,
+		ARG_LIBVIRT_TIMEOUT,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -162,6 +171,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		{ "running-kernel", required_argument, NULL, ARG_RUNNING_KERNEL },
 		{ "boot-id", required_argument, NULL, ARG_BOOT_ID },
 		{ "libvirt-uri", required_argument, NULL, ARG_LIBVIRT_URI },
+		{ "libvirt-timeout", required_argument, NULL, ARG_LIBVIRT_TIMEOUT },
 		{},
 	};
 	int c, l;
@@ -209,6 +219,18 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 				                       optarg);
 			a->libvirt_uri = optarg;
 			break;
+		case ARG_LIBVIRT_TIMEOUT: {
+			unsigned long long sec;
+
+			if (safe_atou64(optarg, &sec) < 0 || sec < 1 || sec > 3600)
+				return log_error_errno(
+				        -EINVAL,
+				        "--libvirt-timeout= takes 1..3600 seconds, not "
+				        "'%s'.",
+				        optarg);
+			a->libvirt_timeout_usec = sec * 1000000ULL;
+			break;
+		}
 		case '?':
 			return -EINVAL;
 		default:
@@ -296,6 +318,72 @@ static int make_dirs(Context *c) {
 	return 0;
 }
 
+/* How long systemd waits after a stop request (or a start) for each extension. */
+#define EXTEND_TIMEOUT_USEC (30ULL * 1000000ULL)
+#define EXTEND_EVERY_USEC   (10ULL * 1000000ULL)
+/* SIGTERM: what a job still running gets to give back (cancel, rollback) before we go. */
+#define STOP_GRACE_USEC     (3ULL * 1000000ULL)
+#define STOP_POLL_USEC      (100ULL * 1000ULL)
+
+/* The recovery of whatever the last run or the last kernel left (on the new kernel: the VM
+ * restores), off the loop: the bus name is taken before it starts. */
+static int recover_job_run(Job *j, void *userdata) {
+	Manager *mgr = userdata;
+	int r;
+
+	r = context_recover(mgr->context);
+	if (r < 0)
+		log_error_errno(r, "Recovery incomplete, continuing: %m");
+	return 0;
+}
+
+static void recover_job_done(Job *j, int r, void *userdata) {
+	manager_notify_status(userdata);
+}
+
+/* While jobs run (restores on the new kernel, a commit's saves), systemd's start or stop
+ * timeout is extended: large VMs take longer than the default 90 s. */
+static int on_extend_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+	if (job_count() > 0)
+		(void)sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
+		                 (unsigned long long)EXTEND_TIMEOUT_USEC);
+	(void)sd_event_source_set_time_relative(s, EXTEND_EVERY_USEC);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ON);
+	return 0;
+}
+
+static int on_stop_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+	static uint64_t waited;
+
+	waited += STOP_POLL_USEC;
+	if (job_count() == 0 || waited >= STOP_GRACE_USEC)
+		return sd_event_exit(sd_event_source_get_event(s), 0);
+	(void)sd_event_source_set_time_relative(s, STOP_POLL_USEC);
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* SIGTERM/SIGINT: a commit before the point of no return is cancelled (its VMs given back),
+ * then the daemon leaves once no job runs, or after STOP_GRACE_USEC whatever runs. */
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+	Manager *mgr = userdata;
+	sd_event *e = sd_event_source_get_event(s);
+	static bool stopping;
+
+	if (stopping)
+		return 0;
+	stopping = true;
+	(void)sd_notify(false, "STOPPING=1");
+	if (job_count() == 0)
+		return sd_event_exit(e, 0);
+	log_info("Stopping: %u job(s) running, waiting at most %.0f s for them.", job_count(),
+	         (double)STOP_GRACE_USEC / 1e6);
+	if (mgr->commit_job && context_active(mgr->context) &&
+	    streq(context_active(mgr->context)->phase, PHASE_PRE_HANDOFF))
+		job_cancel(mgr->commit_job);
+	return sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC, 0, on_stop_poll,
+	                                  mgr);
+}
+
 static int run(int argc, char *argv[]) {
 	_cleanup_(context_freep) Context *c = NULL;
 	_cleanup_(vms_freep) VmWiring *vms = NULL;
@@ -304,6 +392,7 @@ static int run(int argc, char *argv[]) {
 	_cleanup_(measure_freep) Measure *measure = NULL;
 	const KexecBackend *backend = NULL;
 	Manager mgr = {};
+	sd_event_source *extend = NULL;
 	const char *unique;
 	Args a = {};
 	sigset_t ss;
@@ -385,22 +474,27 @@ static int run(int argc, char *argv[]) {
 	/* libvirt's client writes to its socket without MSG_NOSIGNAL: a libvirtd that went away
 	 * (killed, restarted) must fail that call with EPIPE, not kill the daemon. */
 	(void)signal(SIGPIPE, SIG_IGN);
+	/* Every libvirt call with a deadline: bounded opens, keepalive on libvirt's own event
+	 * loop (a thread of its own). */
+	vm_set_call_timeout(a.libvirt_timeout_usec);
+	r = vm_event_loop_start();
+	if (r < 0)
+		log_warning_errno(r, "Cannot start libvirt's event loop, no keepalive: %m");
 	/* The VM steps: commit check, checkpoint, rollback, restore. */
 	r = vms_attach(c, a.libvirt_uri, &vms);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the VM steps: %m");
+	r = job_attach_event(event);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the job queue: %m");
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
-	(void)sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
-	(void)sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
 
 	r = open_bus(a.bus_address, &bus);
 	if (r < 0)
 		return log_error_errno(r, "Failed to connect to the bus: %m");
-	/* Finish the handshake now: recovery below may take longer (VM restores on the
-	 * new kernel) than the bus lets a connection stay unauthenticated. */
 	r = sd_bus_get_unique_name(bus, &unique);
 	if (r < 0)
 		return log_error_errno(r, "Failed to connect to the bus: %m");
@@ -411,30 +505,46 @@ static int run(int argc, char *argv[]) {
 		         .trigger = a.trigger && streq(a.trigger, "record") ? KEXEC_TRIGGER_RECORD
 		                                                            : KEXEC_TRIGGER_SYSTEMD,
 		         .vms = vms };
+	(void)sd_event_add_signal(event, NULL, SIGTERM, on_stop_signal, &mgr);
+	(void)sd_event_add_signal(event, NULL, SIGINT, on_stop_signal, &mgr);
 	r = manager_bus_attach(&mgr);
 	if (r < 0)
 		return r;
-
-	/* Recover before taking the name: callers only ever see a resolved state. */
 	r = context_load(c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to read the update records: %m");
 	(void)measure_daemon_start(measure, c);
-	r = context_recover(c);
-	if (r < 0)
-		log_error_errno(r, "Recovery incomplete, continuing: %m");
 
+	/* The bus name first: the recovery (on the new kernel: the VM restores) runs as a job
+	 * that `upgradectl watch` follows. */
 	r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
 	if (r < 0)
 		return log_error_errno(r, "Failed to attach the bus: %m");
 	r = sd_bus_request_name(bus, UPGRADE_BUS_NAME, 0);
 	if (r < 0)
 		return log_error_errno(r, "Failed to acquire the name %s: %m", UPGRADE_BUS_NAME);
-
-	(void)sd_notify(false, "READY=1\nSTATUS=Serving " UPGRADE_BUS_NAME);
+	(void)sd_notify(false, "READY=1");
+	manager_notify_status(&mgr);
 	log_info("Serving %s (state %s, backend %s).", UPGRADE_BUS_NAME, context_state(c),
 	         context_backend(c)->name);
-	r = sd_event_loop(event);
+
+	r = job_start("recover", 0, recover_job_run, recover_job_done, &mgr, NULL);
+	if (r < 0)
+		return log_error_errno(r, "Failed to start the recovery: %m");
+	r = sd_event_add_time_relative(event, &extend, CLOCK_MONOTONIC, 0, 0, on_extend_timer,
+	                               &mgr);
+	if (r < 0)
+		log_warning_errno(r, "Cannot keep extending systemd's timeout, ignoring: %m");
+	r = job_loop_run(event);
+	if (job_count() > 0) {
+		/* A worker still waits on libvirt: its state is on disk, the next start resolves
+		 * it. Freeing what it uses under it would crash: leave without. */
+		log_warning("Stopping with %u job(s) still running; the next start resolves them.",
+		            job_count());
+		(void)sd_bus_flush(bus);
+		_exit(EXIT_FAILURE);
+	}
+	sd_event_source_disable_unref(extend);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
 	return 0;

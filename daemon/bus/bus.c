@@ -4,15 +4,18 @@
 #include <string.h>
 #include <time.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
 
 #include "bus.h"
 #include "bus-options.h"
 #include "fileio.h"
+#include "job.h"
 #include "log.h"
 #include "macros.h"
 #include "path-util.h"
 #include "string-util.h"
 #include "upgrade-bus.h"
+#include "vm.h"
 
 #define POLKIT_NAME         "org.freedesktop.PolicyKit1"
 #define POLKIT_PATH         "/org/freedesktop/PolicyKit1/Authority"
@@ -20,6 +23,9 @@
 #define POLKIT_INTERACTIVE  1u
 /* Interactive authentication waits for a human. */
 #define POLKIT_TIMEOUT_USEC (5ULL * 60 * 1000000)
+
+/* The one Manager (properties of update objects get the Update as userdata). */
+static Manager *the_manager;
 
 typedef int (*AuthContinuation)(sd_bus_message *m, Manager *mgr, sd_bus_error *error);
 
@@ -41,7 +47,7 @@ static void pending_auth_free(void *userdata) {
 
 /* Hands userdata to a floating slot that frees it with destroy, whether the reply
  * came or the bus went away first (the daemon stopping with a call pending). */
-static int slot_own(sd_bus_slot *slot, void *userdata, sd_bus_destroy_t destroy) {
+int bus_slot_own(sd_bus_slot *slot, void *userdata, sd_bus_destroy_t destroy) {
 	int r = sd_bus_slot_set_destroy_callback(slot, destroy);
 
 	if (r < 0) {
@@ -184,7 +190,7 @@ static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_
 		pending_auth_free(p);
 		return r;
 	}
-	r = slot_own(slot, p, pending_auth_free);
+	r = bus_slot_own(slot, p, pending_auth_free);
 	if (r < 0)
 		return r;
 	return 1;
@@ -305,60 +311,142 @@ static int method_stage(sd_bus_message *m, void *userdata, sd_bus_error *error) 
 	return authorize(mgr, m, stage_authorized, error);
 }
 
-typedef struct CommitJob {
-	Manager *manager;
-	char *id;
-} CommitJob;
+/* ---- jobs: Commit, PlanCommit, RestoreVM run off the event loop (job.h) ---- */
 
-static int commit_job_run(sd_event_source *s, void *userdata) {
-	CommitJob *j = userdata;
-	Update *u = context_find(j->manager->context, j->id);
+/* One method call answered by a job: the worker fills r/error/json, the loop replies. */
+typedef struct CallJob {
+	Manager *manager;
+	sd_bus_message *message;
+	char *arg;
+	sd_bus_error error;
+	char *json;
+	char *path;
+	bool replied;
+} CallJob;
+
+static void call_job_free(CallJob *cj) {
+	if (!cj)
+		return;
+	sd_bus_message_unref(cj->message);
+	sd_bus_error_free(&cj->error);
+	free(cj->arg);
+	free(cj->json);
+	free(cj->path);
+	free(cj);
+}
+
+static CallJob *call_job_new(Manager *mgr, sd_bus_message *m, const char *arg) {
+	CallJob *cj = calloc(1, sizeof(*cj));
+
+	if (!cj)
+		return NULL;
+	cj->manager = mgr;
+	cj->message = sd_bus_message_ref(m);
+	cj->error = SD_BUS_ERROR_NULL;
+	cj->arg = strdup(arg);
+	if (!cj->arg) {
+		call_job_free(cj);
+		return NULL;
+	}
+	return cj;
+}
+
+/* The reply of a job's call (on the loop): its error, a timeout, or the value. */
+static void call_job_reply(CallJob *cj, int r) {
+	if (cj->replied)
+		return;
+	cj->replied = true;
+	if (r == -ETIMEDOUT && !sd_bus_error_is_set(&cj->error))
+		(void)sd_bus_reply_method_errorf(
+		        cj->message, UPGRADE_ERROR_LIBVIRT_TIMEOUT,
+		        "libvirtd did not answer within %.0f s; nothing was changed.",
+		        (double)vm_call_timeout() / 1e6);
+	else if (sd_bus_error_is_set(&cj->error))
+		(void)sd_bus_reply_method_error(cj->message, &cj->error);
+	else if (r < 0)
+		(void)sd_bus_reply_method_errno(cj->message, r, NULL);
+	else if (cj->path)
+		(void)sd_bus_reply_method_return(cj->message, "o", cj->path);
+	else if (cj->json)
+		(void)sd_bus_reply_method_return(cj->message, "s", cj->json);
+	else
+		(void)sd_bus_reply_method_return(cj->message, NULL);
+}
+
+static void call_job_done(Job *j, int r, void *userdata) {
+	CallJob *cj = userdata;
+
+	if (r < 0 && r != -ETIMEDOUT)
+		log_debug("Job %s ended: %s", job_name(j), strerror(-r));
+	call_job_reply(cj, r);
+	call_job_free(cj);
+}
+
+/* Deadline of a job that only asks libvirt (PlanCommit): connecting plus one call, each
+ * bounded by the call timeout, and some slack. */
+static uint64_t query_deadline(void) {
+	return 2 * vm_call_timeout() + 5ULL * 1000000ULL;
+}
+
+static void commit_replied(void *userdata) {
+	call_job_reply(userdata, 0);
+}
+
+/* The worker of Commit: the decision (libvirt inventory, policy), the reply with the update's
+ * object, then the pre-handoff steps and the handoff, all with the state lock except inside
+ * libvirt. */
+static int commit_job_run(Job *j, void *userdata) {
+	CallJob *cj = userdata;
+	Manager *mgr = cj->manager;
+	Update *u;
 	int r;
 
-	if (u) {
-		r = context_commit_run(j->manager->context, u);
-		if (r < 0)
-			log_error_errno(r, "Commit of update %s stopped: %m", j->id);
-	}
-	free(j->id);
-	free(j);
+	/* 1. staged -> committing, persisted. */
+	r = context_commit_begin(mgr->context, cj->arg, &u, &cj->error);
+	if (r < 0)
+		return r;
+	r = update_object_path(u, &cj->path);
+	if (r < 0)
+		return r;
+	/* 2. The caller gets its answer now and follows the update object. */
+	(void)job_defer(commit_replied, cj, NULL);
+	free(mgr->commit_id);
+	mgr->commit_id = strdup(u->id);
+	/* 3. The steps. */
+	r = context_commit_run(mgr->context, u);
+	if (r < 0)
+		log_error_errno(r, "Commit of update %s stopped: %m", u->id);
 	return 0;
 }
 
+static void commit_job_done(Job *j, int r, void *userdata) {
+	CallJob *cj = userdata;
+
+	cj->manager->commit_job = NULL;
+	call_job_done(j, r, cj);
+}
+
 static int commit_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *error) {
-	_cleanup_free_ char *path = NULL;
 	const char *id;
-	CommitJob *j;
-	Update *u;
+	CallJob *cj;
 	int r;
 
 	r = sd_bus_message_read(m, "s", &id);
 	if (r < 0)
 		return r;
-
-	/* 1. staged -> committing, persisted. */
-	r = context_commit_begin(mgr->context, id, &u, error);
-	if (r < 0)
-		return r;
-	r = update_object_path(u, &path);
-	if (r < 0)
-		return r;
-
-	/* 2. The steps run from the event loop: the caller gets its answer now and
-	 * follows Phase/Progress and Finished on the update object. */
-	j = calloc(1, sizeof(*j));
-	if (!j || !(j->id = strdup(u->id))) {
-		free(j);
+	if (mgr->commit_job)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
+		                         "A commit is already running (update %s).",
+		                         strna(mgr->commit_id));
+	cj = call_job_new(mgr, m, id);
+	if (!cj)
 		return -ENOMEM;
-	}
-	j->manager = mgr;
-	r = sd_event_add_defer(mgr->event, NULL, commit_job_run, j);
+	r = job_start("commit", 0, commit_job_run, commit_job_done, cj, &mgr->commit_job);
 	if (r < 0) {
-		free(j->id);
-		free(j);
+		call_job_free(cj);
 		return r;
 	}
-	return sd_bus_reply_method_return(m, "o", path);
+	return 1; /* the job replies */
 }
 
 static int method_commit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -376,11 +464,28 @@ static int method_commit(sd_bus_message *m, void *userdata, sd_bus_error *error)
 
 static int cancel_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *error) {
 	const char *id;
+	Update *u;
 	int r;
 
 	r = sd_bus_message_read(m, "s", &id);
 	if (r < 0)
 		return r;
+	r = context_lookup(mgr->context, id, &u, error);
+	if (r < 0)
+		return r;
+	/* A commit before the point of no return: its job stops the saves, gives every VM
+	 * back and removes the images; State tells when that is done. */
+	if (u->state == UPDATE_COMMITTING && streq(u->phase, PHASE_PRE_HANDOFF) &&
+	    mgr->commit_job && streq_ptr(mgr->commit_id, u->id)) {
+		log_info("Update %s: cancel requested during the pre-handoff steps.", u->id);
+		job_cancel(mgr->commit_job);
+		return sd_bus_reply_method_return(m, NULL);
+	}
+	if (u->state == UPDATE_COMMITTING || u->state == UPDATE_COMPLETING)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
+		                         "Update %s is %s in phase %s: past the point of no return "
+		                         "(or rolling back), it cannot be cancelled.",
+		                         u->id, update_state_to_string(u->state), u->phase);
 	r = context_cancel(mgr->context, id, error);
 	if (r < 0)
 		return r;
@@ -443,22 +548,41 @@ static int method_get_report(sd_bus_message *m, void *userdata, sd_bus_error *er
 	return sd_bus_reply_method_return(m, "s", json);
 }
 
+static int plan_job_run(Job *j, void *userdata) {
+	CallJob *cj = userdata;
+
+	return context_plan_commit(cj->manager->context, cj->arg, &cj->json, &cj->error);
+}
+
 static int method_plan_commit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-	_cleanup_free_ char *json = NULL;
 	const char *id;
+	CallJob *cj;
 	int r;
 
+	/* Open to every caller, and it asks libvirt: a job with a deadline, never the loop. */
 	r = sd_bus_message_read(m, "s", &id);
 	if (r < 0)
 		return r;
-	r = context_plan_commit(((Manager *)userdata)->context, id, &json, error);
-	if (r < 0)
+	cj = call_job_new(userdata, m, id);
+	if (!cj)
+		return -ENOMEM;
+	r = job_start("plan-commit", query_deadline(), plan_job_run, call_job_done, cj, NULL);
+	if (r < 0) {
+		call_job_free(cj);
 		return r;
-	return sd_bus_reply_method_return(m, "s", json);
+	}
+	return 1;
+}
+
+static int restore_vm_job_run(Job *j, void *userdata) {
+	CallJob *cj = userdata;
+
+	return vms_restore_one(cj->manager->vms, cj->arg, &cj->error);
 }
 
 static int restore_vm_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *error) {
 	const char *name;
+	CallJob *cj;
 	int r;
 
 	r = sd_bus_message_read(m, "s", &name);
@@ -467,17 +591,22 @@ static int restore_vm_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *
 	if (!mgr->vms)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED,
 		                         "VMs are not managed here.");
-	r = vms_restore_one(mgr->vms, name, error);
-	if (r < 0)
+	cj = call_job_new(mgr, m, name);
+	if (!cj)
+		return -ENOMEM;
+	r = job_start("restore-vm", 0, restore_vm_job_run, call_job_done, cj, NULL);
+	if (r < 0) {
+		call_job_free(cj);
 		return r;
-	return sd_bus_reply_method_return(m, NULL);
+	}
+	return 1;
 }
 
 static int method_restore_vm(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 	const char *name;
 	int r;
 
-	/* 1. Read and validate; 2. authorize; 3. restore (blocks while libvirt restores). */
+	/* 1. Read and validate; 2. authorize; 3. restore (a job: the loop answers meanwhile). */
 	r = sd_bus_message_read(m, "s", &name);
 	if (r < 0)
 		return r;
@@ -490,6 +619,25 @@ static int method_restore_vm(sd_bus_message *m, void *userdata, sd_bus_error *er
 static int property_get_vms(sd_bus *bus, const char *path, const char *iface, const char *property,
                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
 	return vms_append_property(userdata, reply);
+}
+
+static int property_get_vm_transfers(sd_bus *bus, const char *path, const char *iface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error) {
+	return vms_append_transfers(the_manager ? the_manager->vms : NULL, userdata, reply);
+}
+
+/* When the update's current operation began (CLOCK_REALTIME µs): the commit, or on the new
+ * kernel its boot; 0 before. Watchers count the elapsed time from it. */
+static int property_get_started(sd_bus *bus, const char *path, const char *iface,
+                                const char *property, sd_bus_message *reply, void *userdata,
+                                sd_bus_error *error) {
+	const Update *u = userdata;
+	const UpdateStamp *st = update_find_stamp(u, "booted");
+
+	if (!st || u->state != UPDATE_COMPLETING)
+		st = update_find_stamp(u, "commit-requested") ?: st;
+	return sd_bus_message_append(reply, "t", st ? st->realtime_usec : (uint64_t)0);
 }
 
 static int method_describe(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -559,6 +707,10 @@ static const sd_bus_vtable update_vtable[] = {
 	SD_BUS_PROPERTY("Error", "s", NULL, offsetof(Update, error),
 	                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("VMs", "a(sss)", property_get_vms, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("VMTransfers", "a(sstttt)", property_get_vm_transfers, 0,
+	                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("Started", "t", property_get_started, 0,
+	                SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_SIGNAL_WITH_ARGS("Finished", SD_BUS_ARGS("s", result), 0),
 	SD_BUS_VTABLE_END,
 };
@@ -597,122 +749,6 @@ static int update_node_enumerator(sd_bus *bus, const char *path, void *userdata,
 	return 0;
 }
 
-/* ---- context notifications ---- */
-
-static void on_update_changed(Context *c, Update *u, void *userdata) {
-	Manager *mgr = userdata;
-	_cleanup_free_ char *path = NULL;
-
-	if (update_object_path(u, &path) < 0)
-		return;
-	(void)sd_bus_emit_properties_changed(mgr->bus, path, UPGRADE_UPDATE_IFACE, "State", "Phase",
-	                                     "Progress", "Handoff", "Error", "VMs", NULL);
-}
-
-static void on_update_added(Context *c, Update *u, void *userdata) {
-	Manager *mgr = userdata;
-	_cleanup_free_ char *path = NULL;
-
-	if (update_object_path(u, &path) < 0)
-		return;
-	(void)sd_bus_emit_object_added(mgr->bus, path);
-}
-
-static void on_manager_changed(Context *c, void *userdata) {
-	Manager *mgr = userdata;
-
-	(void)sd_bus_emit_properties_changed(mgr->bus, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
-	                                     "State", "StagedKernel", "LastReport", NULL);
-}
-
-static void on_finished(Context *c, Update *u, const char *result, void *userdata) {
-	Manager *mgr = userdata;
-	_cleanup_free_ char *path = NULL;
-
-	if (update_object_path(u, &path) < 0)
-		return;
-	(void)sd_bus_emit_signal(mgr->bus, path, UPGRADE_UPDATE_IFACE, "Finished", "s", result);
-}
-
-static void on_report_ready(Context *c, Update *u, const char *path, void *userdata) {
-	Manager *mgr = userdata;
-
-	(void)sd_bus_emit_signal(mgr->bus, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
-	                         "ReportReady", "ss", u->id, path);
-}
-
-typedef struct KexecRequest {
-	Manager *manager;
-	char *id;
-} KexecRequest;
-
-static void kexec_request_free(void *userdata) {
-	KexecRequest *k = userdata;
-
-	if (!k)
-		return;
-	free(k->id);
-	free(k);
-}
-
-static int kexec_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-	KexecRequest *k = userdata;
-	Update *u = context_find(k->manager->context, k->id);
-	const sd_bus_error *e = sd_bus_message_get_error(reply);
-
-	if (u)
-		context_handoff_result(k->manager->context, u,
-		                       e ? -(sd_bus_error_get_errno(e) ?: EIO) : 0,
-		                       e ? (e->message ?: e->name) : NULL);
-	return 0; /* k is freed with the slot */
-}
-
-/* The point of no return: hand the machine to systemd's kexec.target. */
-static int request_kexec(Context *c, Update *u, void *userdata) {
-	Manager *mgr = userdata;
-	sd_bus_slot *slot = NULL;
-	KexecRequest *k;
-	int r;
-
-	if (mgr->trigger == KEXEC_TRIGGER_RECORD) {
-		_cleanup_free_ char *path = NULL, *dir = NULL, *data = NULL;
-
-		r = path_prefix_root(context_root(c), "/run/upgraded", &dir);
-		if (r < 0)
-			return r;
-		r = mkdir_p(dir, 0755);
-		if (r < 0)
-			return r;
-		if (asprintf(&path, "%s/kexec-requested.json", dir) < 0 ||
-		    asprintf(&data,
-		             "{\"id\":\"%s\",\"unit\":\"kexec.target\",\"mode\":"
-		             "\"replace-irreversibly\"}\n",
-		             u->id) < 0)
-			return -ENOMEM;
-		r = write_file_atomic(path, data, strlen(data), 0644);
-		if (r < 0)
-			return r;
-		context_handoff_result(c, u, 0, NULL);
-		return 0;
-	}
-
-	k = calloc(1, sizeof(*k));
-	if (!k || !(k->id = strdup(u->id))) {
-		free(k);
-		return -ENOMEM;
-	}
-	k->manager = mgr;
-	r = sd_bus_call_method_async(mgr->bus, &slot, "org.freedesktop.systemd1",
-	                             "/org/freedesktop/systemd1",
-	                             "org.freedesktop.systemd1.Manager", "StartUnit", kexec_reply,
-	                             k, "ss", "kexec.target", "replace-irreversibly");
-	if (r < 0) {
-		kexec_request_free(k);
-		return r;
-	}
-	return slot_own(slot, k, kexec_request_free);
-}
-
 int manager_bus_attach(Manager *mgr) {
 	int r;
 
@@ -732,15 +768,12 @@ int manager_bus_attach(Manager *mgr) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to add the object manager: %m");
 
-	context_set_ops(mgr->context,
-	                &(ContextOps){
-	                        .request_kexec = request_kexec,
-	                        .update_changed = on_update_changed,
-	                        .update_added = on_update_added,
-	                        .manager_changed = on_manager_changed,
-	                        .finished = on_finished,
-	                        .report_ready = on_report_ready,
-	                },
-	                mgr);
+	{
+		ContextOps ops;
+
+		manager_context_ops(mgr, &ops);
+		context_set_ops(mgr->context, &ops, mgr);
+	}
+	the_manager = mgr;
 	return 0;
 }

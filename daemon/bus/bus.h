@@ -11,6 +11,7 @@
 
 #include "context.h"
 #include "upgrade-bus.h"
+#include "job.h"
 #include "vm-steps.h"
 
 typedef enum KexecTrigger {
@@ -23,8 +24,18 @@ typedef struct Manager {
 	sd_bus *bus;
 	sd_event *event;
 	KexecTrigger trigger;
-	VmWiring *vms; /* RestoreVM(); NULL: not offered */
+	VmWiring *vms;   /* RestoreVM(); NULL: not offered */
+	Job *commit_job; /* the running commit (Cancel stops it), NULL: none */
+	char *commit_id;
 } Manager;
+
+/* The context's callbacks turned into signals, the kexec request and sd_notify (bus-notify.c). */
+void manager_context_ops(Manager *m, ContextOps *ret);
+/* Hands userdata to a floating slot that frees it with destroy (bus.c). */
+int bus_slot_own(sd_bus_slot *slot, void *userdata, sd_bus_destroy_t destroy);
+
+/* sd_notify STATUS= with the active update's state and phase (no-op outside systemd). */
+void manager_notify_status(Manager *m);
 
 /* Registers objects and hooks the context's notifications to the bus. */
 int manager_bus_attach(Manager *m);

@@ -112,6 +112,16 @@ int context_commit_fail(Context *c, Update *u, const char *reason) {
 		if (u->crash_image_loaded && c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0)
 			(void)c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
 	}
+	if (c->ops.cancel_requested && c->ops.cancel_requested(c, u, c->ops_userdata)) {
+		/* Asked for: the caller's Cancel, everything given back. */
+		r = update_add_stamp(u, "cancelled", false, c->boot_id);
+		if (r < 0)
+			return r;
+		r = context_transition(c, u, UPDATE_CANCELLED, PHASE_CANCELLED, 100);
+		if (r < 0)
+			return r;
+		return context_finish(c, u, "cancelled");
+	}
 	return context_mark_failed(c, u, NULL);
 }
 
@@ -249,6 +259,9 @@ int context_commit_run(Context *c, Update *u) {
 		return r;
 	if (r < 0)
 		return context_commit_fail(c, u, why ?: "a pre-handoff step failed");
+	/* The last moment a Cancel is heard: the handoff record comes next. */
+	if (c->ops.cancel_requested && c->ops.cancel_requested(c, u, c->ops_userdata))
+		return context_commit_fail(c, u, "cancelled before the handoff record");
 	if (c->handoff_hold)
 		c->handoff_hold(c, u, c->handoff_hold_userdata);
 

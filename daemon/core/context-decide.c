@@ -112,7 +112,10 @@ int context_decide_commit(Context *c, const char *id, Update **ret_update, Hando
 	if (c->commit_check) {
 		allowed = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
 		if (allowed < 0)
-			return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED,
+			return sd_bus_error_setf(error,
+			                         allowed == -ETIMEDOUT
+			                                 ? UPGRADE_ERROR_LIBVIRT_TIMEOUT
+			                                 : UPGRADE_ERROR_VM_FAILED,
 			                         "Cannot decide how to preserve the VMs: %s.",
 			                         refusal ?: strerror(-allowed));
 	}

@@ -52,6 +52,10 @@ typedef struct ContextOps {
 	void (*finished)(Context *c, Update *u, const char *result, void *userdata);
 	/* The report of u was written to path (atomically): announce it. */
 	void (*report_ready)(Context *c, Update *u, const char *path, void *userdata);
+	/* Whether Cancel was asked for u's commit (before the point of no return): checked
+	 * once the pre-handoff steps ended, before the handoff record; a commit that failed
+	 * because of it ends "cancelled" rather than "failed". Optional. */
+	bool (*cancel_requested)(Context *c, Update *u, void *userdata);
 } ContextOps;
 
 /* The commit preconditions (daemon/vm/vm-steps.c: VM inventory, policy_decide_vm(),

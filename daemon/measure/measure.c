@@ -19,6 +19,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macros.h"
+#include "job.h"
 #include "measure.h"
 #include "path-util.h"
 #include "string-util.h"
@@ -122,6 +123,19 @@ static int on_probe_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
+/* The probe's ring buffer on the event loop (the loop's own thread: sd-event is not
+ * thread-safe; a job's worker that opened the probe hands this over). */
+static void measure_watch_probe(void *userdata) {
+	Measure *m = userdata;
+	int r;
+
+	if (m->io || !m->event || !m->probe || probe_fd(m->probe) < 0)
+		return;
+	r = sd_event_add_io(m->event, &m->io, probe_fd(m->probe), EPOLLIN, on_probe_io, m);
+	if (r < 0)
+		log_warning_errno(r, "Cannot watch the probe's ring buffer, ignoring: %m");
+}
+
 /* Opens this kernel's probe once; degraded (marks only) is fine. */
 static int measure_open_probe(Measure *m) {
 	const char *detail = NULL;
@@ -138,11 +152,10 @@ static int measure_open_probe(Measure *m) {
 		         probe_unavailable_to_string(u), strna(detail));
 		return 0;
 	}
-	if (m->event && probe_fd(m->probe) >= 0) {
-		r = sd_event_add_io(m->event, &m->io, probe_fd(m->probe), EPOLLIN, on_probe_io, m);
-		if (r < 0)
-			log_warning_errno(r, "Cannot watch the probe's ring buffer, ignoring: %m");
-	}
+	if (job_on_loop())
+		measure_watch_probe(m);
+	else
+		(void)job_defer(measure_watch_probe, m, NULL);
 	return 0;
 }
 

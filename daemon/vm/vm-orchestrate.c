@@ -24,9 +24,13 @@
 
 #define SHUTDOWN_POLL_USEC 100000ULL
 #define CONNECT_POLL_USEC  200000ULL
+#define POLL_USEC          500000ULL /* cancel requests, transfer progress */
 
 typedef struct VmJob VmJob;
 typedef struct VmRunner VmRunner;
+
+static int job_save(VmJob *j, virConnectPtr c);
+static int job_restore(VmJob *j, virConnectPtr c);
 
 struct VmJob {
 	VmRunner *runner;
@@ -49,6 +53,7 @@ struct VmRunner {
 	bool bypass_cache; /* VIR_DOMAIN_SAVE_BYPASS_CACHE for managed saves */
 	VmProgressCb cb;
 	void *userdata;
+	bool cancelled; /* plan->cancel seen: running jobs aborted */
 };
 
 static void domain_freep(virDomainPtr *d) {
@@ -286,27 +291,34 @@ static int pause_domain(virDomainPtr dom, usec_t timeout, VmResult *v) {
 
 /* ---- worker threads ---- */
 
-/* Opens a worker's connection; while libvirtd does not answer (it may be restarting) tries
- * again for vm_connect_retry_usec. */
-static virConnectPtr connect_retry(const char *uri) {
+/* Opens a worker's connection, each attempt bounded by the call timeout; while libvirtd does
+ * not answer (it may be restarting) tries again for vm_connect_retry_usec. */
+static virConnectPtr connect_retry(const char *uri, char **ret_error) {
 	usec_t deadline = vm_now(CLOCK_MONOTONIC) + vm_connect_retry_usec;
-	virConnectPtr c;
+	virConnectPtr c = NULL;
 
-	while (!(c = vm_ops->connect_open(uri)) && vm_now(CLOCK_MONOTONIC) < deadline)
+	for (;;) {
+		free(*ret_error);
+		*ret_error = NULL;
+		if (vm_connect(uri, &c, ret_error) >= 0)
+			return c;
+		if (vm_now(CLOCK_MONOTONIC) >= deadline)
+			return NULL;
 		usleep(CONNECT_POLL_USEC);
-	return c;
+	}
 }
 
 static void *job_thread(void *p) {
 	VmJob *j = p;
 	VmRunner *run = j->runner;
+	_cleanup_free_ char *error = NULL;
 	virConnectPtr c;
 	int r;
 
-	c = connect_retry(run->uri);
+	c = connect_retry(run->uri, &error);
 	if (!c)
 		r = fail(j->result, -ECONNREFUSED, "cannot connect to %s: %s", run->uri,
-		         vm_last_error());
+		         strna(error));
 	else {
 		r = j->func(j, c);
 		virConnectClose(c);
@@ -329,6 +341,50 @@ static void job_abort(VmRunner *run, VmJob *j) {
 		(void)vm_ops->abort_job(dom);
 }
 
+/* How far one running save or restore got (virDomainGetJobStats()), for plan->on_bytes. */
+static void job_sample(VmRunner *run, VmJob *j) {
+	_cleanup_domain_ virDomainPtr dom = NULL;
+	virTypedParameterPtr params = NULL;
+	unsigned long long done = 0, total = 0;
+	int type, n = 0;
+
+	if (!run->plan->on_bytes || (j->func != job_save && j->func != job_restore))
+		return;
+	dom = lookup(run->conn, j->result);
+	if (!dom || virDomainGetJobStats(dom, &type, &params, &n, 0) < 0) {
+		virResetLastError();
+		return;
+	}
+	if (type != VIR_DOMAIN_JOB_NONE) {
+		(void)virTypedParamsGetULLong(params, n, VIR_DOMAIN_JOB_DATA_PROCESSED, &done);
+		(void)virTypedParamsGetULLong(params, n, VIR_DOMAIN_JOB_DATA_TOTAL, &total);
+		if (done > 0 || total > 0)
+			run->plan->on_bytes(j->result->name, done, total, run->userdata);
+	}
+	virTypedParamsFree(params, n);
+}
+
+/* Between two waits of run_jobs() (lock held): a cancel request aborts every running job;
+ * the running saves and restores report how far they got. */
+static void runner_poll(VmRunner *run, VmJob *jobs, size_t next) {
+	bool cancel = run->plan->cancel && *run->plan->cancel && !run->cancelled;
+
+	if (cancel)
+		run->cancelled = true;
+	for (size_t i = 0; i < next; i++) {
+		VmJob *j = &jobs[i];
+
+		if (!j->started || j->done)
+			continue;
+		pthread_mutex_unlock(&run->lock);
+		if (cancel)
+			job_abort(run, j);
+		else
+			job_sample(run, j);
+		pthread_mutex_lock(&run->lock);
+	}
+}
+
 /*
  * Runs the jobs, at most parallel at a time, each on its own thread and connection. Progress
  * is reported on this (the caller's) thread. Returns the first job's error, after all ended.
@@ -342,6 +398,12 @@ static int run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 		bool reaped = false;
 		usec_t now, wake;
 
+		/* Cancelled: the jobs not started yet never start. */
+		while (run->cancelled && next < n) {
+			jobs[next].done = jobs[next].joined = true;
+			next++;
+			finished++;
+		}
 		while (active < parallel && next < n) {
 			VmJob *j = &jobs[next++];
 			int k;
@@ -396,8 +458,9 @@ static int run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 		if (reaped || finished == n)
 			continue;
 
+		runner_poll(run, jobs, next);
 		now = vm_now(CLOCK_MONOTONIC);
-		wake = now + 1000000ULL;
+		wake = now + POLL_USEC;
 		for (size_t i = 0; i < next; i++) {
 			VmJob *j = &jobs[i];
 
@@ -425,7 +488,7 @@ static int run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 		}
 	}
 	pthread_mutex_unlock(&run->lock);
-	return ret;
+	return run->cancelled ? -EINTR : ret;
 }
 
 static int runner_init(VmRunner *run, virConnectPtr conn, const VmPlan *plan, VmProgressCb cb,
@@ -767,6 +830,10 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 		if (v->outcome != VM_OUTCOME_PENDING ||
 		    (v->strategy != VM_STRATEGY_CHECKPOINT && v->strategy != VM_STRATEGY_PAUSE))
 			continue;
+		if (plan->cancel && *plan->cancel) {
+			r = -EINTR;
+			break;
+		}
 		if (state_is_running(v->orig_state)) {
 			dom = lookup(conn, v);
 			if (!dom) {
@@ -819,7 +886,9 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 
 rollback:
 	runner_done(&run);
-	(void)vm_rollback(conn, results, first_error(results, &reason), cb, userdata);
+	(void)vm_rollback(conn, results,
+	                  r == -EINTR ? "the commit was cancelled" : first_error(results, &reason),
+	                  cb, userdata);
 	return r;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "fileio.h"
 #include "image.h"
 #include "json-util.h"
+#include "job.h"
 #include "measure.h"
 #include "log.h"
 #include "path-util.h"
@@ -24,6 +26,7 @@
 #include "upgrade-bus.h"
 #include "vm.h"
 #include "vm-steps.h"
+#include "vm-transfers.h"
 
 #define VM_NAME_MAX     256
 #define VM_METADATA_NS  "urn:upgraded:policy:1"
@@ -32,7 +35,11 @@
 struct VmWiring {
 	Context *context;
 	char *uri;
+	/* The shared connection: opened, checked and replaced under conn_lock (jobs use it
+	 * concurrently, each with a reference of its own). */
+	pthread_mutex_t conn_lock;
 	virConnectPtr conn;
+	VmTransfers *transfers; /* Update.VMTransfers (state lock) */
 };
 
 /* ---- constructors / destructors ---- */
@@ -42,6 +49,8 @@ VmWiring *vms_free(VmWiring *w) {
 		return NULL;
 	if (w->conn)
 		virConnectClose(w->conn);
+	pthread_mutex_destroy(&w->conn_lock);
+	vm_transfers_free(w->transfers);
 	free(w->uri);
 	free(w);
 	return NULL;
@@ -69,24 +78,53 @@ static bool connection_usable(virConnectPtr conn) {
 	return virConnectIsAlive(conn) == 1 && virConnectGetLibVersion(conn, &version) == 0;
 }
 
-/* The connection, opened on first use and again after libvirtd went away. */
-static int wiring_connect(VmWiring *w, char **ret_reason) {
-	if (w->conn && connection_usable(w->conn))
-		return 0;
-	if (w->conn) {
+/* The connection, opened on first use and again after libvirtd went away; *ret is a reference
+ * of the caller's (virConnectClose() it). Every libvirt call here is bounded (vm_connect()):
+ * call it between job_blocking_begin() and job_blocking_end(). */
+static int wiring_connect(VmWiring *w, virConnectPtr *ret, char **ret_reason) {
+	_cleanup_free_ char *why = NULL;
+	int r = 0;
+
+	pthread_mutex_lock(&w->conn_lock);
+	if (w->conn && !connection_usable(w->conn)) {
 		log_info("The connection to libvirt at '%s' was lost, opening it again.", w->uri);
 		virConnectClose(w->conn);
 		w->conn = NULL;
 	}
-	w->conn = virConnectOpen(w->uri);
-	if (!w->conn) {
-		if (ret_reason && asprintf(ret_reason, "cannot connect to libvirt at '%s': %s",
-		                           w->uri, libvirt_error()) < 0)
-			*ret_reason = NULL;
-		return -ECONNREFUSED;
+	if (!w->conn)
+		r = vm_connect(w->uri, &w->conn, &why);
+	if (r >= 0) {
+		virConnectRef(w->conn);
+		*ret = w->conn;
 	}
-	return 0;
+	pthread_mutex_unlock(&w->conn_lock);
+	if (r < 0 && ret_reason &&
+	    asprintf(ret_reason, "cannot connect to libvirt at '%s': %s", w->uri,
+	             why ?: libvirt_error()) < 0)
+		*ret_reason = NULL;
+	return r == -ETIMEDOUT ? r : r < 0 ? -ECONNREFUSED : 0;
 }
+
+/* wiring_connect() off the state lock: the loop answers meanwhile. -ETIMEDOUT also when
+ * the job was abandoned meanwhile (then nothing may be touched). */
+static int wiring_connect_unlocked(VmWiring *w, virConnectPtr *ret, char **ret_reason) {
+	int r, k;
+
+	job_blocking_begin();
+	r = wiring_connect(w, ret, ret_reason);
+	k = job_blocking_end();
+	if (k < 0 && r >= 0) {
+		virConnectClose(*ret);
+		*ret = NULL;
+	}
+	return k < 0 ? k : r;
+}
+
+static void conn_closep(virConnectPtr *c) {
+	if (*c)
+		virConnectClose(*c);
+}
+#define _cleanup_conn_ _cleanup_(conn_closep)
 
 static const char *state_name(int state) {
 	switch (state) {
@@ -223,6 +261,7 @@ static void read_metadata(virConnectPtr conn, const char *name, Metadata *ret) {
 static int vms_commit_check(Context *c, Update *u, void *userdata, json_object **ret_decisions,
                             char **ret_refusal) {
 	VmWiring *w = userdata;
+	_cleanup_conn_ virConnectPtr conn = NULL;
 	_cleanup_(vm_list_freep) VmList *inv = NULL;
 	_cleanup_(policy_freep) Policy *fallback = NULL;
 	_cleanup_(json_object_putp) json_object *o = NULL, *a = NULL, *vj = NULL;
@@ -233,13 +272,17 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 	CommitFacts facts = {};
 	size_t n_active = 0;
 	time_t now;
-	int r;
+	int r, k;
 
-	/* 1. Facts: the domains. */
-	r = wiring_connect(w, ret_refusal);
+	/* 1. Facts: the domains (off the state lock: libvirt may take its time). */
+	r = wiring_connect_unlocked(w, &conn, ret_refusal);
 	if (r < 0)
 		return r;
-	r = vm_inventory(w->conn, &inv);
+	job_blocking_begin();
+	r = vm_inventory(conn, &inv);
+	k = job_blocking_end();
+	if (k < 0)
+		return k;
 	if (r < 0) {
 		if (asprintf(ret_refusal, "cannot list the domains at '%s': %s", w->uri,
 		             libvirt_error()) < 0)
@@ -271,7 +314,13 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 		};
 		json_object *j;
 
-		read_metadata(w->conn, v->name, &md);
+		job_blocking_begin();
+		read_metadata(conn, v->name, &md);
+		r = job_blocking_end();
+		if (r < 0) {
+			metadata_done(&md);
+			goto out;
+		}
 		f.metadata = md.items;
 		f.n_metadata = md.n;
 		r = policy_decide_vm(p, &f, &dec);
@@ -440,10 +489,13 @@ static void on_vm_event(const VmResult *r, VmEvent e, void *userdata) {
 typedef struct Progress {
 	Context *context;
 	Update *update;
+	VmWiring *wiring;
+	bool restore;
 } Progress;
 
-/* Replaces (or appends) the record of r->name in u->vms and tells the bus. Runs on
- * the daemon's thread (vm.h guarantees it). */
+/* Replaces (or appends) the record of r->name in u->vms and tells the bus. Runs on the
+ * thread that called the VM library, with the state lock released (a job's worker): takes
+ * it for the update. */
 static void on_vm_progress(const VmResult *r, void *userdata) {
 	Progress *p = userdata;
 	VmResults one = { .items = (VmResult *)r, .n = 1 };
@@ -456,26 +508,44 @@ static void on_vm_progress(const VmResult *r, void *userdata) {
 		                         vm_outcome_to_string(r->outcome));
 	if (!arr || json_object_array_length(arr) != 1)
 		return;
+	if (job_blocking_end() < 0)
+		goto out; /* abandoned: the update is not ours any more */
+	vm_transfers_result(p->wiring->transfers, p->update->id, r, p->restore);
 	rec = json_object_get(json_object_array_get_idx(arr, 0));
 	if (!p->update->vms)
 		p->update->vms = json_object_new_array();
 	if (!p->update->vms) {
 		json_object_put(rec);
-		return;
+		goto out;
 	}
 	n = json_object_array_length(p->update->vms);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i <= n; i++) {
 		json_object *e = json_object_array_get_idx(p->update->vms, i), *name;
 
-		if (json_object_object_get_ex(e, "name", &name) &&
-		    streq_ptr(json_object_get_string(name), r->name)) {
+		if (i == n)
+			json_object_array_add(p->update->vms, rec);
+		else if (json_object_object_get_ex(e, "name", &name) &&
+		         streq_ptr(json_object_get_string(name), r->name))
 			json_object_array_put_idx(p->update->vms, i, rec);
-			context_notify(p->context, p->update);
-			return;
-		}
+		else
+			continue;
+		break;
 	}
-	json_object_array_add(p->update->vms, rec);
 	context_notify(p->context, p->update);
+out:
+	job_blocking_begin();
+}
+
+/* plan.on_bytes: how far a save or restore got (same thread and lock rules). */
+static void on_vm_bytes(const char *name, uint64_t done, uint64_t total, void *userdata) {
+	Progress *p = userdata;
+
+	if (job_blocking_end() >= 0) {
+		vm_transfers_bytes(p->wiring->transfers, p->update->id, name, p->restore, done,
+		                   total);
+		context_notify(p->context, p->update);
+	}
+	job_blocking_begin();
 }
 
 /* Writes results into u->vms and persists the record before the step returns. */
@@ -584,7 +654,10 @@ static int reason_from_results(const VmResults *res, const char *what, char **re
 static void plan_from_policy(Context *c, VmPlan *plan) {
 	const Policy *p = context_policy(c);
 
-	*plan = (VmPlan){ .on_event = on_vm_event, .event_userdata = c };
+	*plan = (VmPlan){ .on_event = on_vm_event,
+		          .event_userdata = c,
+		          .on_bytes = on_vm_bytes,
+		          .cancel = job_cancel_flag(job_current()) };
 	if (p) {
 		plan->parallel = p->save_parallel;
 		plan->shutdown_timeout_usec = p->shutdown_timeout_usec;
@@ -598,9 +671,10 @@ static void plan_from_policy(Context *c, VmPlan *plan) {
  * failure vm_checkpoint_all() has already given every VM back. */
 static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_reason) {
 	VmWiring *w = userdata;
+	_cleanup_conn_ virConnectPtr conn = NULL;
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
 	_cleanup_free_ VmPlanEntry *e = NULL;
-	Progress prog = { .context = c, .update = u };
+	Progress prog = { .context = c, .update = u, .wiring = w };
 	json_object *a = decided_vms(u);
 	size_t n = a ? json_object_array_length(a) : 0, k = 0;
 	VmPlan plan;
@@ -621,7 +695,7 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	if (k == 0)
 		return 0;
 
-	r = wiring_connect(w, ret_reason);
+	r = wiring_connect_unlocked(w, &conn, ret_reason);
 	if (r < 0)
 		return r;
 	/* A mark on disk before the first pause: a crash from here on finds "vms": [] and
@@ -638,7 +712,13 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	plan.entries = e;
 	plan.n_entries = k;
 	measure_track_vms(c, e, k);
-	r = vm_checkpoint_all(w->conn, &plan, on_vm_progress, &prog, &res);
+	/* The saves run off the state lock: Describe, Cancel and the properties answer
+	 * meanwhile; the progress callbacks take the lock for each change. */
+	job_blocking_begin();
+	r = vm_checkpoint_all(conn, &plan, on_vm_progress, &prog, &res);
+	s = job_blocking_end();
+	if (s < 0)
+		return s;
 	if (res) {
 		s = store_results(c, u, res);
 		if (s == -ECANCELED)
@@ -647,6 +727,10 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 			*ret_reason = strdup("cannot persist the VM checkpoint results");
 			return s;
 		}
+	}
+	if (r == -EINTR) {
+		*ret_reason = strdup("cancelled during the VM checkpoint, every VM was resumed");
+		return r;
 	}
 	if (r < 0) {
 		if (!res || reason_from_results(res, "VM checkpoint failed, every VM was resumed",
@@ -658,8 +742,9 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	 * panics from here on, the crash kernel hands over to the staged kernel,
 	 * which restores them (docs/state-machine.md, "The panic path"). The sync
 	 * after the handoff record then has little left to write. */
+	job_blocking_begin();
 	sync();
-	return 0;
+	return job_blocking_end();
 }
 
 static bool needs_rollback(const VmResults *res) {
@@ -679,8 +764,9 @@ static bool needs_rollback(const VmResults *res) {
  * checkpoint, when only the decisions and the empty mark were on disk. */
 static int hook_rollback(Context *c, Update *u, void *userdata, char **ret_reason) {
 	VmWiring *w = userdata;
+	_cleanup_conn_ virConnectPtr conn = NULL;
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
-	Progress prog = { .context = c, .update = u };
+	Progress prog = { .context = c, .update = u, .wiring = w };
 	int r, s;
 
 	if (!u->vms)
@@ -695,10 +781,14 @@ static int hook_rollback(Context *c, Update *u, void *userdata, char **ret_reaso
 	}
 	if (!needs_rollback(res))
 		return 0;
-	r = wiring_connect(w, ret_reason);
+	r = wiring_connect_unlocked(w, &conn, ret_reason);
 	if (r < 0)
 		return r;
-	r = vm_rollback(w->conn, res, u->error ?: "the commit failed", on_vm_progress, &prog);
+	job_blocking_begin();
+	r = vm_rollback(conn, res, u->error ?: "the commit failed", on_vm_progress, &prog);
+	s = job_blocking_end();
+	if (s < 0)
+		return s;
 	s = store_results(c, u, res);
 	if (s == -ECANCELED)
 		return s;
@@ -713,8 +803,9 @@ static int hook_rollback(Context *c, Update *u, void *userdata, char **ret_reaso
 /* POST_BOOT: restore every checkpointed VM; a failed one keeps its image. */
 static int hook_restore(Context *c, Update *u, void *userdata, char **ret_reason) {
 	VmWiring *w = userdata;
+	_cleanup_conn_ virConnectPtr conn = NULL;
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
-	Progress prog = { .context = c, .update = u };
+	Progress prog = { .context = c, .update = u, .wiring = w, .restore = true };
 	VmPlan plan;
 	int r, s;
 
@@ -725,11 +816,16 @@ static int hook_restore(Context *c, Update *u, void *userdata, char **ret_reason
 		*ret_reason = strdup("the VM results in the handoff record are unreadable");
 		return r;
 	}
-	r = wiring_connect(w, ret_reason);
+	r = wiring_connect_unlocked(w, &conn, ret_reason);
 	if (r < 0)
 		return r;
 	plan_from_policy(c, &plan);
-	r = vm_restore_all(w->conn, &plan, res, on_vm_progress, &prog);
+	plan.cancel = NULL; /* after the handoff nothing is cancelled */
+	job_blocking_begin();
+	r = vm_restore_all(conn, &plan, res, on_vm_progress, &prog);
+	s = job_blocking_end();
+	if (s < 0)
+		return s;
 	s = store_results(c, u, res);
 	if (s == -ECANCELED)
 		return s;
@@ -754,8 +850,9 @@ int vms_attach(Context *c, const char *uri, VmWiring **ret) {
 	if (!w)
 		return -ENOMEM;
 	w->context = c;
+	pthread_mutex_init(&w->conn_lock, NULL);
 	w->uri = strdup(uri ?: VMS_LIBVIRT_URI_DEFAULT);
-	if (!w->uri)
+	if (!w->uri || vm_transfers_new(&w->transfers) < 0)
 		return -ENOMEM;
 	virSetErrorFunc(NULL, on_libvirt_error);
 
@@ -769,23 +866,35 @@ int vms_attach(Context *c, const char *uri, VmWiring **ret) {
 }
 
 int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
+	_cleanup_conn_ virConnectPtr conn = NULL;
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
 	_cleanup_free_ char *why = NULL;
 	Context *c = w->context;
 	Update *const *updates;
 	size_t n;
-	Update *u = NULL;
+	Update *u = NULL, *active;
 	VmResult *rec = NULL;
-	int r;
+	int r, k;
 
-	/* 1. Validate. */
+	/* 1. Validate. While an update commits or completes its VMs' images belong to it:
+	 * restored now, a VM would be killed by the kexec with no saved state left, or would
+	 * race the new kernel's own restore. */
 	if (!name || !*name || strlen(name) > VM_NAME_MAX || string_has_cc(name))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_VM_NAME,
 		                         "'%.64s' is not a VM name.", strempty(name));
-	r = wiring_connect(w, &why);
+	active = context_active(c);
+	if (active && (active->state == UPDATE_COMMITTING || active->state == UPDATE_COMPLETING))
+		return sd_bus_error_setf(
+		        error, UPGRADE_ERROR_BAD_STATE,
+		        "Update %s is %s (phase %s): its VMs' saved state is in use "
+		        "and is kept; retry when it has finished.",
+		        active->id, update_state_to_string(active->state), active->phase);
+	r = wiring_connect_unlocked(w, &conn, &why);
 	if (r < 0)
-		return sd_bus_error_setf(error, UPGRADE_ERROR_VM_FAILED, "%s.",
-		                         why ?: "cannot connect to libvirt");
+		return sd_bus_error_setf(error,
+		                         r == -ETIMEDOUT ? UPGRADE_ERROR_LIBVIRT_TIMEOUT
+		                                         : UPGRADE_ERROR_VM_FAILED,
+		                         "%s.", why ?: "cannot connect to libvirt");
 
 	/* 2. Its record in the newest update that has one. */
 	updates = context_updates(c, &n);
@@ -803,8 +912,12 @@ int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
 			vm_results_free(cr);
 	}
 
-	/* 3. Restore. */
-	r = vm_restore_one(w->conn, name, rec);
+	/* 3. Restore, off the state lock. */
+	job_blocking_begin();
+	r = vm_restore_one(conn, name, rec);
+	k = job_blocking_end();
+	if (k < 0)
+		return k;
 	switch (r) {
 	case 0:
 		break;
@@ -852,4 +965,8 @@ int vms_append_property(const Update *u, sd_bus_message *reply) {
 			return r;
 	}
 	return sd_bus_message_close_container(reply);
+}
+
+int vms_append_transfers(const VmWiring *w, const Update *u, sd_bus_message *reply) {
+	return vm_transfers_append(w ? w->transfers : NULL, u->id, reply);
 }

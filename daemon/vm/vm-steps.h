@@ -32,3 +32,10 @@ int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error);
 /* The Update.VMs property, a(sss): name, strategy, result, from u->vms (or, before
  * the first step ran, the decided strategies with result "pending"). */
 int vms_append_property(const Update *u, sd_bus_message *reply);
+
+/* The Update.VMTransfers property, a(sstttt): per VM whose save (commit) or restore (new
+ * kernel) started: name, "save" | "restore", bytes done, bytes total (0: unknown), average
+ * rate in bytes/s since it started, and when it started (CLOCK_REALTIME µs). Bytes come from
+ * libvirt's job statistics while the transfer runs and from the image's size once it ended.
+ * Empty for an update that moved no VM in this daemon's run. */
+int vms_append_transfers(const VmWiring *w, const Update *u, sd_bus_message *reply);

@@ -40,8 +40,9 @@
  * virSetErrorFunc() (the daemon should, and log them); this module never changes it.
  *
  * Blocking: vm_checkpoint_all() takes about as long as the slowest save (bounded by the save
- * timeout), vm_restore_all() as the slowest restore; call them where the event loop may block
- * (the commit and boot paths do nothing else meanwhile) or from a thread of their own.
+ * timeout), vm_restore_all() as the slowest restore; the daemon calls them from a job's worker
+ * thread (daemon/core/job.h), never from its event loop. Every libvirt call is bounded
+ * (vm_connect(), keepalive; see vm-connect.c).
  */
 
 #include <stdbool.h>
@@ -159,6 +160,14 @@ typedef struct VmPlan {
 	                                  NULL = VM_SAVE_DIR_DEFAULT */
 	VmEventCb on_event;           /* optional, see VmEvent */
 	void *event_userdata;
+	/* Set (by another thread) to stop the commit: checked before each pause and while the
+	 * saves run; running saves are aborted (virDomainAbortJob) and everything is rolled
+	 * back; vm_checkpoint_all() then returns -EINTR. NULL: never. */
+	const volatile bool *cancel;
+	/* Optional, on the caller's thread, about twice a second while saves or restores run:
+	 * bytes done and total of one VM's transfer (virDomainGetJobStats(); total 0 when
+	 * unknown). */
+	void (*on_bytes)(const char *name, uint64_t done, uint64_t total, void *userdata);
 } VmPlan;
 
 #define VM_PARALLEL_DEFAULT         4u
@@ -168,6 +177,7 @@ typedef struct VmPlan {
 #define VM_SHUTDOWN_TIMEOUT_DEFAULT (60ULL * 1000000ULL)
 #define VM_RESTORE_TIMEOUT_DEFAULT  (120ULL * 1000000ULL)
 #define VM_SAVE_DIR_DEFAULT         "/var/lib/libvirt/qemu/save"
+#define VM_CALL_TIMEOUT_DEFAULT     (15ULL * 1000000ULL)
 
 /* Per-VM record, carried through the handoff (see vm_results_to_json()). */
 typedef struct VmResult {
@@ -277,3 +287,17 @@ const VmOps *vm_ops_default(void);
 void vm_set_connect_retry(usec_t usec);
 /* NULL restores the default. Not thread-safe: set it before any vm_* call. */
 void vm_set_ops(const VmOps *ops);
+
+/*
+ * Deadlines for libvirt (vm-connect.c). vm_connect() opens uri waiting at most the call
+ * timeout (-ETIMEDOUT; a late connection is closed) and, once vm_event_loop_start() ran, turns
+ * libvirt's keepalive on so that a libvirtd that stops answering fails the calls in flight
+ * after about the call timeout. *ret_error (optional, freed by the caller) says why it failed.
+ * vm_event_loop_start() registers libvirt's default event loop and runs it on a thread of its
+ * own (once per process, before the first connection). Not thread-safe: call both setters
+ * before any vm_* call.
+ */
+void vm_set_call_timeout(usec_t usec); /* 0: VM_CALL_TIMEOUT_DEFAULT */
+usec_t vm_call_timeout(void);
+int vm_event_loop_start(void);
+int vm_connect(const char *uri, virConnectPtr *ret, char **ret_error);

@@ -7,8 +7,8 @@
 # proves that a VM continued rather than booted again.
 #
 # Arguments of the sourcing script: UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE
-# VALIDATE SCHEMA COUNTER_BIN. Set UPGRADED_CONF (the daemon's configuration) before
-# vms_setup. The EXIT trap stops the daemon and the bus by PID.
+# VALIDATE SCHEMA COUNTER_BIN. Set UPGRADED_CONF (the daemon's configuration) and GUEST_MIB
+# (the guests' RAM, default 16) before vms_setup. The EXIT trap stops the daemon and the bus by PID.
 
 UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$7 COUNTER=$8
 NEW=6.1.0-57-cloud-amd64
@@ -63,7 +63,7 @@ vms_setup() {
         printf '%s' "${UPGRADED_CONF:-}" >"$ROOT/etc/upgraded/upgraded.conf"
         start_bus "$BUS_CONF_IN" "$POLICY"
 
-        define_guest vm-a
-        define_guest vm-b
-        check "both guests count" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR; wait_counter vm-a 40 && wait_counter vm-b 40"
+        define_guest vm-a "${GUEST_MIB:-16}"
+        define_guest vm-b "${GUEST_MIB:-16}"
+        check "both guests count" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR WAIT_COUNTER_S=${WAIT_COUNTER_S:-15}; wait_counter vm-a 40 && wait_counter vm-b 40"
 }

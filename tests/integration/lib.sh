@@ -26,7 +26,7 @@
 #   stop_daemon                     SIGTERM and wait
 #
 # Counter guests (16 MiB TCG guests booting $COUNTER, which counts timer ticks in RAM):
-#   define_guest NAME, V VIRSH-ARGS..., counter NAME, wait_counter NAME MIN
+#   define_guest NAME [MIB], V VIRSH-ARGS..., counter NAME, wait_counter NAME MIN
 
 failures=0 n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
@@ -77,14 +77,14 @@ counter() { # counter DOMAIN -> the guest's tick count, -1 when it cannot be rea
                 sed -n 's/.*: *0x\([0-9a-fA-F]*\).*/\1/p')
         [ -n "$out" ] && echo $((16#$out)) || echo -1
 }
-wait_counter() { # wait_counter DOMAIN MIN
-        for _ in $(seq 150); do [ "$(counter "$1")" -ge "$2" ] && return 0; sleep 0.1; done
+wait_counter() { # wait_counter DOMAIN MIN (within WAIT_COUNTER_S seconds, default 15)
+        for _ in $(seq $((${WAIT_COUNTER_S:-15} * 10))); do [ "$(counter "$1")" -ge "$2" ] && return 0; sleep 0.1; done
         return 1
 }
-define_guest() {
+define_guest() { # define_guest NAME [MIB]: MIB of RAM, default 16
         cp "$COUNTER" "$T/$1.img"
         cat >"$T/$1.xml" <<XML
-<domain type='qemu'><name>$1</name><memory unit='MiB'>16</memory><vcpu>1</vcpu>
+<domain type='qemu'><name>$1</name><memory unit='MiB'>${2:-16}</memory><vcpu>1</vcpu>
 <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
 <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
 <devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
