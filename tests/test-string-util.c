@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <cmocka.h>
 
 #include "handoff-mode.h"
@@ -88,12 +89,45 @@ static void test_handoff_mode_names(void **state) {
 	assert_int_equal(handoff_mode_from_string(NULL), _HANDOFF_MODE_INVALID);
 }
 
+/* Every cut lands on a character boundary, so the result is valid UTF-8 whatever the
+ * input: sd-bus refuses to send a reply that is not (and the caller waits). */
+static void test_string_escape_cut(void **state) {
+	char buf[ESCAPE_CUT_SIZE(32)];
+
+	assert_string_equal(string_escape_cut("abc", SIZE_MAX, 32, buf), "abc");
+	assert_string_equal(string_escape_cut(NULL, SIZE_MAX, 32, buf), "");
+	assert_string_equal(string_escape_cut("", SIZE_MAX, 32, buf), "");
+	/* 31 'a' and an é (2 bytes) in a 32-byte budget: the é does not fit whole. */
+	assert_string_equal(
+	        string_escape_cut("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9", SIZE_MAX, 32, buf),
+	        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...");
+	assert_string_equal(
+	        string_escape_cut("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9", SIZE_MAX, 32, buf),
+	        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9");
+	/* Control characters and bytes that are not UTF-8 are escaped. */
+	assert_string_equal(string_escape_cut("a\nb\x7f", SIZE_MAX, 32, buf), "a\\x0ab\\x7f");
+	assert_string_equal(string_escape_cut("\xc3(\xff\xed\xa0\x80\xc0\xaf", SIZE_MAX, 32, buf),
+	                    "\\xc3(\\xff\\xed\\xa0\\x80\\xc0\\xaf");
+	/* A 4-byte character kept whole; len bounds the input. */
+	assert_string_equal(string_escape_cut("\xf0\x9f\x98\x80z", SIZE_MAX, 32, buf),
+	                    "\xf0\x9f\x98\x80z");
+	assert_string_equal(string_escape_cut("\xf0\x9f\x98\x80z", 3, 32, buf), "\\xf0\\x9f\\x98");
+	assert_string_equal(string_escape_cut("abcdef", 3, 32, buf), "abc");
+	/* An escape that does not fit is left out whole. */
+	assert_string_equal(string_escape_cut("a\x01", SIZE_MAX, 2, buf), "a...");
+	assert_string_equal(QUOTE_CUT("caf\xc3\xa9", 4), "caf...");
+	assert_int_equal(utf8_char_len("\xf4\x90\x80\x80", 4), 0); /* beyond U+10FFFF */
+	assert_int_equal(utf8_char_len("\xe2\x82\xac", 3), 3);
+	assert_int_equal(utf8_char_len("\xe2\x82\xac", 2), 0);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_string_has_cc),
 		cmocka_unit_test(test_strv_extend_and_length),
 		cmocka_unit_test(test_strstrip),
 		cmocka_unit_test(test_safe_atou64),
+		cmocka_unit_test(test_string_escape_cut),
 		cmocka_unit_test(test_safe_atou64_prefix),
 		cmocka_unit_test(test_handoff_mode_names),
 	};

@@ -3,6 +3,7 @@
 
 #include "bus-options.h"
 #include "macros.h"
+#include "string-util.h"
 #include "upgrade-bus.h"
 
 int bus_read_stage_options(sd_bus_message *m, StageOptions *ret, sd_bus_error *error) {
@@ -28,7 +29,7 @@ int bus_read_stage_options(sd_bus_message *m, StageOptions *ret, sd_bus_error *e
 			o.reuse_cmdline = b;
 		} else
 			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_OPTION,
-			                         "Unknown option '%.64s'.", key);
+			                         "Unknown option '%s'.", QUOTE_CUT(key, 64));
 		r = sd_bus_message_exit_container(m);
 		if (r < 0)
 			return r;
@@ -58,7 +59,7 @@ int bus_read_commit_options(sd_bus_message *m, sd_bus_error *error) {
 		if (r < 0)
 			return r;
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_OPTION,
-		                         "Unknown option '%.64s'.", key);
+		                         "Unknown option '%s'.", QUOTE_CUT(key, 64));
 	}
 	r = sd_bus_message_exit_container(m);
 	return r < 0 ? r : 0;

@@ -612,7 +612,7 @@ static int method_restore_vm(sd_bus_message *m, void *userdata, sd_bus_error *er
 		return r;
 	if (!*name || strlen(name) > 256 || string_has_cc(name))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_VM_NAME,
-		                         "'%.64s' is not a VM name.", name);
+		                         "'%s' is not a VM name.", QUOTE_CUT(name, 64));
 	return authorize(userdata, m, restore_vm_authorized, error);
 }
 

@@ -163,7 +163,8 @@ int context_lookup(Context *c, const char *id, Update **ret, sd_bus_error *error
 	}
 	if (!update_id_is_valid(id))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_ID,
-		                         "'%.32s' is not an update id (16 hex digits).", id);
+		                         "'%s' is not an update id (16 hex digits).",
+		                         QUOTE_CUT(id, 32));
 	u = context_find(c, id);
 	if (!u)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_NO_SUCH_UPDATE, "No update '%s'.",
@@ -249,7 +250,8 @@ int context_get_report(Context *c, const char *id, char **ret_json, sd_bus_error
 		id = c->last_report;
 	} else if (!update_id_is_valid(id))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_ID,
-		                         "'%.32s' is not an update id (16 hex digits).", id);
+		                         "'%s' is not an update id (16 hex digits).",
+		                         QUOTE_CUT(id, 32));
 
 	r = context_report_path(c, id, &path);
 	if (r < 0)

@@ -68,12 +68,14 @@ int cmdline_validate(const char *s, sd_bus_error *error) {
 		                         "are set by upgraded itself, even inside a value.",
 		                         PURGATORY_STAMPS_KEY);
 	while (next_word(&p, &w, &n, &unbalanced)) {
+		char q[ESCAPE_CUT_SIZE(64)];
+
 		if (word_has_prefix(w, n, CMDLINE_RESERVED_PREFIX))
 			return sd_bus_error_setf(
 			        error, UPGRADE_ERROR_INVALID_CMDLINE,
-			        "Command line parameter '%.*s' is reserved: upgraded.* parameters "
+			        "Command line parameter '%s' is reserved: upgraded.* parameters "
 			        "are set by upgraded itself.",
-			        (int)MIN(n, 64), w);
+			        string_escape_cut(w, n, 64, q));
 	}
 	if (unbalanced)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,

@@ -881,7 +881,7 @@ int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
 	 * race the new kernel's own restore. */
 	if (!name || !*name || strlen(name) > VM_NAME_MAX || string_has_cc(name))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_VM_NAME,
-		                         "'%.64s' is not a VM name.", strempty(name));
+		                         "'%s' is not a VM name.", QUOTE_CUT(name, 64));
 	active = context_active(c);
 	if (active && (active->state == UPDATE_COMMITTING || active->state == UPDATE_COMPLETING))
 		return sd_bus_error_setf(
