@@ -30,6 +30,21 @@ static void test_cmdline_validate_rejects_control_characters(void **state) {
 	expect_invalid(NULL);
 }
 
+/* The kernel takes 0xa0 for a space: "ro\xa0upgraded.foo=1" holds the reserved word
+ * upgraded.foo=1 there. Non-ASCII is refused, and the split matches the kernel's. */
+static void test_cmdline_validate_rejects_non_ascii(void **state) {
+	_cleanup_free_ char *s = NULL;
+
+	expect_invalid("ro\xa0upgraded.foo=1");
+	expect_invalid("ro\xc2\xa0upgraded.foo=1");
+	expect_invalid("console=ttyS0 caf\xc3\xa9=1");
+	expect_invalid("\xa0");
+	assert_int_equal(cmdline_strip_for_reuse("ro\xa0upgraded.foo=1\xa0quiet", &s), 0);
+	assert_string_equal(s, "ro quiet");
+	assert_true(cmdline_has_word("ro\xa0upgraded.panic=1", "upgraded.panic=1"));
+	assert_true(cmdline_has_word("ro\vquiet", "quiet"));
+}
+
 static void test_cmdline_validate_rejects_too_long(void **state) {
 	char buf[CMDLINE_MAX + 2];
 
@@ -88,6 +103,7 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cmdline_validate_accepts_ordinary_lines),
 		cmocka_unit_test(test_cmdline_validate_rejects_control_characters),
+		cmocka_unit_test(test_cmdline_validate_rejects_non_ascii),
 		cmocka_unit_test(test_cmdline_validate_rejects_too_long),
 		cmocka_unit_test(test_cmdline_validate_rejects_smuggled_stamps),
 		cmocka_unit_test(test_cmdline_strip_for_reuse),

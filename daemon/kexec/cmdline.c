@@ -9,6 +9,12 @@
 #include "string-util.h"
 #include "upgrade-bus.h"
 
+/* A space to the kernel's next_arg(): its isspace() (lib/ctype.c) takes the six ASCII
+ * spaces and Latin-1's no-break space 0xa0. */
+static bool is_kernel_space(char c) {
+	return c == ' ' || (c >= '\t' && c <= '\r') || (unsigned char)c == 0xa0;
+}
+
 /* Finds the next word of a kernel command line the way the kernel's
  * next_arg() does: whitespace separates, double quotes group. Returns false at
  * the end; -EINVAL via *unbalanced when a quote is never closed. */
@@ -16,7 +22,7 @@ static bool next_word(const char **p, const char **ret_start, size_t *ret_len, b
 	const char *s = *p, *start;
 	bool quoted = false;
 
-	while (*s == ' ' || *s == '\t' || *s == '\n')
+	while (is_kernel_space(*s))
 		s++;
 	if (*s == '\0')
 		return false;
@@ -24,7 +30,7 @@ static bool next_word(const char **p, const char **ret_start, size_t *ret_len, b
 	for (; *s; s++) {
 		if (*s == '"')
 			quoted = !quoted;
-		else if (!quoted && (*s == ' ' || *s == '\t' || *s == '\n'))
+		else if (!quoted && is_kernel_space(*s))
 			break;
 	}
 	if (quoted)
@@ -60,6 +66,15 @@ int cmdline_validate(const char *s, sd_bus_error *error) {
 	if (string_has_cc(s))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
 		                         "Command line contains control characters.");
+	/* The kernel splits at 0xa0 too, and other bytes of a UTF-8 character may be
+	 * read as one: where words begin is only certain in ASCII. */
+	for (const char *q = s; *q; q++)
+		if ((unsigned char)*q >= 0x80)
+			return sd_bus_error_setf(
+			        error, UPGRADE_ERROR_INVALID_CMDLINE,
+			        "Command line contains a non-ASCII byte (0x%02x at "
+			        "offset %zu): only ASCII is accepted.",
+			        (unsigned char)*q, (size_t)(q - s));
 	/* The loader refuses the stamps key anywhere, and a reader on the next kernel
 	 * would take one inside a quoted value ("a b upgraded.stamps=...") for a word. */
 	if (strstr(s, PURGATORY_STAMPS_KEY) || strstr(s, "upgraded.panic="))
