@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "macros.h"
 #include "path-util.h"
@@ -97,6 +98,16 @@ int path_prefix_root(const char *root, const char *path, char **ret) {
 		return 0;
 	}
 	return path_join(root, path, ret);
+}
+
+bool path_is_real_root(const char *root) {
+	struct stat a, b;
+
+	if (!root || !*root)
+		return true;
+	if (stat(root, &a) < 0 || stat("/", &b) < 0)
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 bool path_is_below_any(const char *path, char *const *roots) {

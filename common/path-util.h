@@ -17,6 +17,11 @@ int path_join(const char *a, const char *b, char **ret);
 /* Prefixes path with root ("--root=DIR"). root NULL, "" or "/" means no prefix. */
 int path_prefix_root(const char *root, const char *path, char **ret);
 
+/* True when root names this system's own root directory: NULL, "", or any spelling of a
+ * directory with the device and inode of "/" ("//", "/tmp/..", a symbolic link to it, a bind
+ * mount of it). What cannot be looked at is not the root. */
+bool path_is_real_root(const char *root);
+
 /* True when path (normalized) is one of roots or below one of them. */
 bool path_is_below_any(const char *path, char *const *roots);
 

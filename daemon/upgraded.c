@@ -241,7 +241,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 
 	/* Test seams never reach a production system: they need a test root. */
 	if ((a->backend || a->trigger || a->running_kernel || a->boot_id) &&
-	    (!a->root || streq(a->root, "/")))
+	    path_is_real_root(a->root))
 		return log_error_errno(-EINVAL,
 		                       "--backend=, --kexec-trigger=, --running-kernel= "
 		                       "and --boot-id= are test options and need --root=.");
@@ -421,7 +421,7 @@ static int run(int argc, char *argv[]) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up: %m");
 #ifdef UPGRADED_TEST_CRASH_POINTS
-	if (!a.root || streq(a.root, "/"))
+	if (path_is_real_root(a.root))
 		return log_error_errno(-EINVAL, "This test build needs --root=.");
 	r = crash_points_setup(c);
 	if (r < 0)

@@ -2,6 +2,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "macros.h"
@@ -81,6 +84,26 @@ static void test_path_basename(void **state) {
 	assert_null(path_basename(NULL));
 }
 
+/* The test backends' guard: every spelling of "/" is the real root, a test root is not. */
+static void test_path_is_real_root(void **state) {
+	char dir[] = "/tmp/test-path-util.XXXXXX", link[sizeof(dir) + 8];
+
+	assert_true(path_is_real_root(NULL));
+	assert_true(path_is_real_root(""));
+	assert_true(path_is_real_root("/"));
+	assert_true(path_is_real_root("//"));
+	assert_true(path_is_real_root("/./"));
+	assert_true(path_is_real_root("/tmp/.."));
+	assert_non_null(mkdtemp(dir));
+	assert_false(path_is_real_root(dir));
+	snprintf(link, sizeof(link), "%s/slash", dir);
+	assert_int_equal(symlink("/", link), 0);
+	assert_true(path_is_real_root(link));
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_false(path_is_real_root(dir)); /* gone: not the root */
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_is_normalized_accepts_clean_paths),
@@ -90,6 +113,7 @@ int main(void) {
 		cmocka_unit_test(test_path_prefix_root),
 		cmocka_unit_test(test_path_is_below_any),
 		cmocka_unit_test(test_path_basename),
+		cmocka_unit_test(test_path_is_real_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

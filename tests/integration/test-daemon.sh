@@ -147,6 +147,9 @@ json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d'
 check "upgraded --version" "$UPGRADED" --version
 check "upgraded --help names --root" bash -c "'$UPGRADED' --help | grep -q -- --root="
 expect_fail "test backend refused without --root" 1 "need --root" "$UPGRADED" --backend=record
+for r in // /./ /tmp/.. /proc/self/root; do
+        expect_fail "test backend refused with --root=$r (the real root)" 1 "need --root" "$UPGRADED" --root="$r" --backend=record
+done
 for verb in stage commit cancel status list report show describe; do
         check "upgradectl $verb --help is a man page" bash -c \
                 "out=\$('$CTL' $verb --help) && for s in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS' EXAMPLES; do grep -q \"^\$s\" <<<\"\$out\" || exit 1; done"
