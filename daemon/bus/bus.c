@@ -143,15 +143,15 @@ static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_
 	uid_t uid;
 	int r;
 
-	/* dbus-daemon reports the uid it saw with SO_PEERCRED when the caller
-	 * connected (its effective uid); sd-bus files that under UID. */
-	r = sd_bus_query_sender_creds(
-	        m, SD_BUS_CREDS_UID | SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+	/* Only what the bus daemon vouches for: the effective uid it took with SO_PEERCRED
+	 * when the caller connected (GetConnectionCredentials' UnixUserID, which sd-bus
+	 * files under EUID). No SD_BUS_CREDS_AUGMENT: that fills gaps from /proc/PID, and a
+	 * caller that exits and whose PID is reused by another process would be judged by
+	 * that process's uid. */
+	r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
 	if (r < 0)
 		return r;
 	r = sd_bus_creds_get_euid(creds, &uid);
-	if (r < 0)
-		r = sd_bus_creds_get_uid(creds, &uid);
 	if (r < 0)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_PERMISSION_DENIED,
 		                         "Cannot identify the caller: %s.", strerror(-r));
