@@ -88,6 +88,13 @@ static inline bool kexec_errno_is_bad_image(int r) {
 	return r == -ENOEXEC || r == -EKEYREJECTED || r == -EBADMSG || r == -ENOKEY;
 }
 
+/* Tests: replaces the kexec_file_load(2) system call of the "kexec_file" backend (NULL
+ * restores it), so that no test touches the running kernel's kexec state. f returns 0 or
+ * -errno and sees the arguments exactly as the kernel would. */
+typedef int (*KexecFileSyscall)(int kernel_fd, int initrd_fd, unsigned long cmdline_len,
+                                const char *cmdline, unsigned long flags, void *userdata);
+void kexec_file_set_syscall_for_test(KexecFileSyscall f, void *userdata);
+
 /* By name; NULL when unknown. */
 const KexecBackend *kexec_backend_find(const char *name);
 

@@ -23,6 +23,29 @@
 #define KEXEC_FILE_ON_CRASH     0x00000002
 #define KEXEC_FILE_NO_INITRAMFS 0x00000004
 
+static KexecFileSyscall syscall_func;
+static void *syscall_userdata;
+
+void kexec_file_set_syscall_for_test(KexecFileSyscall f, void *userdata) {
+	syscall_func = f;
+	syscall_userdata = userdata;
+}
+
+/* kexec_file_load(2), or the test's replacement: 0 or -errno. */
+static int kexec_file_syscall(int kernel_fd, int initrd_fd, unsigned long cmdline_len,
+                              const char *cmdline, unsigned long flags) {
+	if (syscall_func)
+		return syscall_func(kernel_fd, initrd_fd, cmdline_len, cmdline, flags,
+		                    syscall_userdata);
+#ifdef SYS_kexec_file_load
+	if (syscall(SYS_kexec_file_load, kernel_fd, initrd_fd, cmdline_len, cmdline, flags) < 0)
+		return -errno;
+	return 0;
+#else
+	return -ENOSYS;
+#endif
+}
+
 static int read_sysfs_u64(const char *root, const char *path, unsigned long long *ret) {
 	_cleanup_free_ char *full = NULL;
 	int r;
@@ -66,7 +89,7 @@ out_reason:
 static int file_load(const char *root, const KexecImage *image) {
 	unsigned long flags = 0;
 	const char *cmdline = image->cmdline ?: "";
-	long r;
+	int r;
 
 	if (image->kernel_fd < 0)
 		return -EBADF;
@@ -82,17 +105,11 @@ static int file_load(const char *root, const KexecImage *image) {
 	if (image->memmap_dir)
 		return -EOPNOTSUPP;
 
-#ifdef SYS_kexec_file_load
-	r = syscall(SYS_kexec_file_load, image->kernel_fd,
-	            image->initrd_fd >= 0 ? image->initrd_fd : -1, strlen(cmdline) + 1, cmdline,
-	            flags);
+	r = kexec_file_syscall(image->kernel_fd, image->initrd_fd >= 0 ? image->initrd_fd : -1,
+	                       strlen(cmdline) + 1, cmdline, flags);
 	if (r < 0)
-		return log_debug_errno(-errno, "kexec_file_load('%s') failed: %m",
-		                       image->kernel_path);
+		return log_debug_errno(r, "kexec_file_load('%s') failed: %m", image->kernel_path);
 	return 0;
-#else
-	return -ENOSYS;
-#endif
 }
 
 static int file_unload(const char *root, unsigned flags) {
@@ -100,13 +117,7 @@ static int file_unload(const char *root, unsigned flags) {
 
 	if (flags & KEXEC_IMAGE_PANIC)
 		f |= KEXEC_FILE_ON_CRASH;
-#ifdef SYS_kexec_file_load
-	if (syscall(SYS_kexec_file_load, -1, -1, 0UL, NULL, f) < 0)
-		return -errno;
-	return 0;
-#else
-	return -ENOSYS;
-#endif
+	return kexec_file_syscall(-1, -1, 0UL, NULL, f);
 }
 
 static int file_is_loaded(const char *root, unsigned flags) {
