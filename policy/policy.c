@@ -264,10 +264,10 @@ static int handoff_conditions(const Policy *p, const HandoffFacts *f, PolicyReas
 	                              "%" PRIu64 " memory error%s (EDAC) logged since boot",
 	                              f->edac_errors, f->edac_errors == 1 ? "" : "s") < 0)
 		return -ENOMEM;
-	if (!f->iommu_enabled && !f->dma_quiesced &&
+	if (!f->iommu_enabled &&
 	    policy_reasons_add(r, "iommu-off", POLICY_REASON_BLOCKING,
-	                       "The IOMMU is off and not every DMA-capable device is quiesced: a "
-	                       "device could write into the new kernel") < 0)
+	                       "The IOMMU does not translate every device's DMA (off, or "
+	                       "passthrough): a device could write into the new kernel") < 0)
 		return -ENOMEM;
 	if (!f->have_taint) {
 		if (policy_reasons_add(r, "taint-unknown", unknown, "The kernel taint is unknown") <
@@ -293,18 +293,7 @@ int policy_decide_handoff(const Policy *p, const HandoffFacts *facts, HandoffDec
 		return -EINVAL;
 	d.mode = p->mode;
 
-	/* 1. The invariant: nothing below can make the panic path fast. */
-	if (facts->panic_image) {
-		d.handoff = HANDOFF_MODE_VERIFIED;
-		if (policy_reasons_add(&d.reasons, "panic-always-verified", POLICY_REASON_INFO,
-		                       "The panic (crash) image is always verified: after a panic "
-		                       "nothing proves the loaded segments are intact") < 0)
-			goto oom;
-		*ret = d;
-		return 0;
-	}
-
-	/* 2. The operator asked for verification. */
+	/* 1. The operator asked for verification. */
 	if (p->mode == POLICY_HANDOFF_MODE_VERIFIED) {
 		d.handoff = HANDOFF_MODE_VERIFIED;
 		if (policy_reasons_add(&d.reasons, "mode-verified", POLICY_REASON_INFO,
@@ -314,7 +303,7 @@ int policy_decide_handoff(const Policy *p, const HandoffFacts *facts, HandoffDec
 		return 0;
 	}
 
-	/* 3. fast or auto: fast only when nothing blocks it. */
+	/* 2. fast or auto: fast only when nothing blocks it. */
 	r = handoff_conditions(p, facts, &d.reasons);
 	if (r < 0)
 		goto oom;

@@ -29,8 +29,9 @@
  *      returns 0 when the configuration loads, a negative errno otherwise.
  *
  *   3. Decide. The daemon gathers facts (it does the I/O) and calls:
- *        policy_decide_handoff(p, &handoff_facts, &handoff)  once per image; the
- *            panic image (HandoffFacts.panic_image = true) is always verified;
+ *        policy_decide_handoff(p, &handoff_facts, &handoff)  for the planned image
+ *            (never the crash image: the loader builds it verified and refuses
+ *            to make it fast, daemon/kexec-loader.c);
  *        policy_decide_vm(p, &vm_facts, &vm)  for every libvirt domain;
  *        policy_check_commit(p, &commit_facts, &verdict)  with all VM decisions,
  *            free space, staged-kernel state and the current local time.
@@ -233,7 +234,6 @@ int policy_reasons_format_json(json_object *reasons, const char *prefix, FILE *o
 /* ---------- handoff ---------- */
 
 typedef struct HandoffFacts {
-	bool panic_image;          /* deciding for the crash (kexec-on-panic) image */
 	bool digests_at_stage;     /* segment digests were computed when the update was staged */
 	bool files_unchanged;      /* kernel/initrd still match those digests (re-checked) */
 	bool memory_map_unchanged; /* no memory hotplug/map change since the segments were placed */
@@ -241,8 +241,7 @@ typedef struct HandoffFacts {
 	uint64_t mce_errors;       /* machine-check events since boot */
 	bool have_edac;            /* edac_errors is valid */
 	uint64_t edac_errors;      /* EDAC corrected + uncorrected memory errors since boot */
-	bool iommu_enabled;        /* DMA remapping is on */
-	bool dma_quiesced;         /* every DMA-capable device is quiesced */
+	bool iommu_enabled;        /* the IOMMU translates every device's DMA (not passthrough) */
 	bool have_taint;           /* taint is valid */
 	uint64_t taint;            /* /proc/sys/kernel/tainted */
 } HandoffFacts;

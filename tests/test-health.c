@@ -188,6 +188,7 @@ static void test_handoff_facts_gather(void **state) {
 	/* What the backend holds, the taint flags and an IOMMU. */
 	put(root, "proc/sys/kernel/tainted", "4096\n");
 	put(root, "sys/class/iommu/dmar0/uevent", "\n");
+	put(root, "sys/kernel/iommu_groups/0/type", "DMA-FQ\n");
 	handoff_facts_gather(root, &holding, &f);
 	assert_true(f.files_unchanged);
 	assert_true(f.memory_map_unchanged);
@@ -224,6 +225,46 @@ static void test_handoff_facts_gather(void **state) {
 	rm_rf(root);
 }
 
+/* "IOMMU present" is not "DMA translated": passthrough (iommu=pt, identity groups) lets a
+ * device write physical memory as if there were no IOMMU. */
+static void test_health_iommu_translates(void **state) {
+	_cleanup_free_ char *root = tmpdir();
+	HandoffFacts f = { .iommu_enabled = true };
+
+	assert_false(health_iommu_translates(root)); /* nothing registered */
+	handoff_facts_gather(root, &kexec_backend_record, &f);
+	assert_false(f.iommu_enabled);
+	put(root, "sys/class/iommu/dmar0/uevent", "\n");
+	assert_false(health_iommu_translates(root)); /* a unit but no group */
+	put(root, "sys/kernel/iommu_groups/0/type", "DMA-FQ\n");
+	put(root, "sys/kernel/iommu_groups/1/type", "DMA\n");
+	put(root, "sys/kernel/iommu_groups/2/type", "unmanaged\n");
+	put(root, "proc/cmdline", "root=/dev/vda1 ro intel_iommu=on\n");
+	assert_true(health_iommu_translates(root));
+	handoff_facts_gather(root, &kexec_backend_record, &f);
+	assert_true(f.iommu_enabled);
+
+	/* One identity group: a device passes through. */
+	put(root, "sys/kernel/iommu_groups/3/type", "identity\n");
+	assert_false(health_iommu_translates(root));
+	handoff_facts_gather(root, &kexec_backend_record, &f);
+	assert_false(f.iommu_enabled);
+	/* A type that cannot be read is not known to translate. */
+	put(root, "sys/kernel/iommu_groups/3/type", "\n");
+	assert_false(health_iommu_translates(root));
+	put(root, "sys/kernel/iommu_groups/3/type", "DMA\n");
+	assert_true(health_iommu_translates(root));
+
+	/* The command line asks for passthrough. */
+	put(root, "proc/cmdline", "root=/dev/vda1 iommu=pt ro\n");
+	assert_false(health_iommu_translates(root));
+	put(root, "proc/cmdline", "root=/dev/vda1 iommu.passthrough=1\n");
+	assert_false(health_iommu_translates(root));
+	put(root, "proc/cmdline", "root=/dev/vda1 iommu.passthrough=0\n");
+	assert_true(health_iommu_translates(root));
+	rm_rf(root);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_health_interrupts_sum),
@@ -233,6 +274,7 @@ int main(void) {
 		cmocka_unit_test(test_health_kmsg_incomplete),
 		cmocka_unit_test(test_health_edac),
 		cmocka_unit_test(test_handoff_facts_gather),
+		cmocka_unit_test(test_health_iommu_translates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,6 +278,7 @@ static void test_kexec_loader_policy_fast_through_commit(void **state) {
 
 	kexec_loader_set_load_func_for_test(fake_load, &seen);
 	put(root, "/sys/class/iommu/dmar0/uevent", "\n");
+	put(root, "/sys/kernel/iommu_groups/0/type", "DMA-FQ\n");
 	c = daemon_new(root, true);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_int_equal(kexec_loader_memory_map_unchanged(root), 1);

@@ -40,9 +40,8 @@ static const HandoffFacts all_safe = {
 
 /* Facts from 11 bits, covering every safe/unsafe value of every condition. */
 #define N_FACT_BITS 11
-static HandoffFacts facts_from_bits(unsigned bits, bool panic) {
+static HandoffFacts facts_from_bits(unsigned bits) {
 	return (HandoffFacts){
-		.panic_image = panic,
 		.digests_at_stage = bits & 1,
 		.files_unchanged = bits & 2,
 		.memory_map_unchanged = bits & 4,
@@ -51,7 +50,6 @@ static HandoffFacts facts_from_bits(unsigned bits, bool panic) {
 		.have_edac = bits & 32,
 		.edac_errors = (bits & 64) ? 1 : 0,
 		.iommu_enabled = bits & 128,
-		.dma_quiesced = bits & 256,
 		.have_taint = bits & 512,
 		.taint = (bits & 1024) ? (1u << 12) | (1u << 9) : 0, /* O and W */
 	};
@@ -62,12 +60,11 @@ static bool expect_fast(const Policy *p, const HandoffFacts *f) {
 	bool intact = f->digests_at_stage && f->files_unchanged && f->memory_map_unchanged;
 	/* nothing known to be wrong; a count is only valid with its have_* flag */
 	bool no_known_problem = !(f->have_mce && f->mce_errors > 0) &&
-	                        !(f->have_edac && f->edac_errors > 0) &&
-	                        (f->iommu_enabled || f->dma_quiesced) &&
+	                        !(f->have_edac && f->edac_errors > 0) && f->iommu_enabled &&
 	                        !(f->have_taint && (f->taint & ~p->allow_taint) != 0);
 	bool all_known = f->have_mce && f->have_edac && f->have_taint;
 
-	if (f->panic_image || !p->allow_fast)
+	if (!p->allow_fast)
 		return false;
 	switch (p->mode) {
 	case POLICY_HANDOFF_MODE_VERIFIED:
@@ -82,71 +79,6 @@ static bool expect_fast(const Policy *p, const HandoffFacts *f) {
 	return false;
 }
 
-static void test_handoff_panic_always_verified(void **state) {
-	/* every mode x AllowFast x AllowTaint x every combination of facts */
-	static const uint64_t taints[] = { 0, UINT64_C(1) << 12, UINT64_MAX };
-	_cleanup_(policy_freep) Policy *p = policy_from("");
-	unsigned n = 0;
-
-	for (int mode = 0; mode < _POLICY_HANDOFF_MODE_MAX; mode++)
-		for (int allow = 0; allow < 2; allow++)
-			for (size_t t = 0; t < ELEMENTSOF(taints); t++)
-				for (unsigned bits = 0; bits < (1u << N_FACT_BITS); bits++) {
-					HandoffFacts f = facts_from_bits(bits, true);
-					HandoffDecision d = {};
-
-					p->mode = (PolicyHandoffMode)mode;
-					p->allow_fast = allow;
-					p->allow_taint = taints[t];
-					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-					assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
-					assert_true(policy_reasons_has(&d.reasons,
-					                               "panic-always-verified"));
-					policy_handoff_decision_done(&d);
-					n++;
-				}
-	assert_int_equal(n, 3 * 2 * 3 * 2048);
-}
-
-static void test_handoff_panic_verified_from_config(void **state) {
-	/* every [Handoff] file the parser accepts for these keys, through the parser,
-	 * against every combination of facts */
-	static const char *const modes[] = { "", "Mode=verified\n", "Mode=fast\n", "Mode=auto\n",
-		                             "Mode=\n" };
-	static const char *const allow[] = { "", "AllowFast=yes\n", "AllowFast=no\n" };
-	static const char *const taint[] = { "", "AllowTaint=PFSRMBUDAWCIOELKXTN\n" };
-	unsigned n_fast_without_panic = 0;
-
-	for (size_t m = 0; m < ELEMENTSOF(modes); m++)
-		for (size_t a = 0; a < ELEMENTSOF(allow); a++)
-			for (size_t t = 0; t < ELEMENTSOF(taint); t++) {
-				_cleanup_(policy_freep) Policy *p = NULL;
-				_cleanup_free_ char *text = NULL;
-
-				assert_true(asprintf(&text, "[Handoff]\n%s%s%s", modes[m], allow[a],
-				                     taint[t]) > 0);
-				p = policy_from(text);
-				for (unsigned bits = 0; bits < (1u << N_FACT_BITS); bits++) {
-					HandoffFacts f = facts_from_bits(bits, true);
-					HandoffDecision d = {};
-
-					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-					assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
-					assert_int_equal(d.reasons.n, 1);
-					assert_string_equal(d.reasons.items[0].code,
-					                    "panic-always-verified");
-					policy_handoff_decision_done(&d);
-
-					/* the same facts for the planned image do go fast sometimes */
-					f.panic_image = false;
-					assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-					n_fast_without_panic += d.handoff == HANDOFF_MODE_FAST;
-					policy_handoff_decision_done(&d);
-				}
-			}
-	assert_true(n_fast_without_panic > 0);
-}
-
 static void test_handoff_every_combination(void **state) {
 	_cleanup_(policy_freep) Policy *p = policy_from("");
 	unsigned fast[_POLICY_HANDOFF_MODE_MAX] = {};
@@ -155,7 +87,7 @@ static void test_handoff_every_combination(void **state) {
 		for (int allow = 0; allow < 2; allow++)
 			for (int at = 0; at < 2; at++)
 				for (unsigned bits = 0; bits < (1u << N_FACT_BITS); bits++) {
-					HandoffFacts f = facts_from_bits(bits, false);
+					HandoffFacts f = facts_from_bits(bits);
 					HandoffDecision d = {};
 					bool want;
 
@@ -302,14 +234,17 @@ static void test_handoff_modes(void **state) {
 	assert_true(policy_reasons_has(&d.reasons, "fast-not-allowed"));
 	policy_handoff_decision_done(&d);
 
-	/* IOMMU off but DMA quiesced is safe */
-	p->mode = POLICY_HANDOFF_MODE_AUTO;
+	/* An IOMMU that does not translate (off, or passthrough) blocks fast, even under
+	 * Mode=fast: nothing the daemon can know makes a device's DMA safe then. */
+	p->mode = POLICY_HANDOFF_MODE_FAST;
 	p->allow_fast = true;
 	f.iommu_enabled = false;
-	f.dma_quiesced = true;
 	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
-	assert_int_equal(d.handoff, HANDOFF_MODE_FAST);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
+	assert_true(policy_reasons_has(&d.reasons, "iommu-off"));
 	policy_handoff_decision_done(&d);
+	p->mode = POLICY_HANDOFF_MODE_AUTO;
+	f.iommu_enabled = true;
 
 	/* an allowed taint flag does not block, another one does */
 	f.taint = 1u << 12; /* O */
@@ -866,8 +801,6 @@ static void test_names(void **state) {
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_handoff_panic_always_verified),
-		cmocka_unit_test(test_handoff_panic_verified_from_config),
 		cmocka_unit_test(test_handoff_every_combination),
 		cmocka_unit_test(test_handoff_zero_facts_never_fast),
 		cmocka_unit_test(test_handoff_reason_codes),

@@ -2,11 +2,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bootlog.h"
+#include "cmdline.h"
 #include "fileio.h"
 #include "handoff-facts.h"
 #include "macros.h"
@@ -17,6 +19,8 @@
 #define HEALTH_MCE_DIR     "/sys/devices/system/machinecheck"
 #define HEALTH_EDAC_MC_DIR "/sys/devices/system/edac/mc"
 #define HEALTH_COUNTER_MAX 64
+#define HEALTH_IOMMU_DIR   "/sys/class/iommu"
+#define HEALTH_GROUPS_DIR  "/sys/kernel/iommu_groups"
 
 static bool add_u64(uint64_t *sum, uint64_t v) {
 	if (*sum > UINT64_MAX - v)
@@ -233,10 +237,88 @@ static void gather_health(const char *root, HandoffFacts *f) {
 	}
 }
 
+/* The first entry of dir that is not "." or "..", or NULL. */
+static struct dirent *first_entry(DIR *d) {
+	struct dirent *de;
+
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			return de;
+	return NULL;
+}
+
+static bool iommu_unit_registered(const char *root) {
+	_cleanup_free_ char *dir = NULL;
+	bool any = false;
+	DIR *d;
+
+	if (path_prefix_root(root, HEALTH_IOMMU_DIR, &dir) < 0)
+		return false;
+	d = opendir(dir);
+	if (!d)
+		return false;
+	any = first_entry(d) != NULL;
+	closedir(d);
+	return any;
+}
+
+static bool domain_type_translates(const char *type) {
+	static const char *const translating[] = { "DMA", "DMA-FQ", "unmanaged", "blocked" };
+
+	for (size_t i = 0; i < ELEMENTSOF(translating); i++)
+		if (streq(type, translating[i]))
+			return true;
+	return false;
+}
+
+/* Every group translates; false without any group. */
+static bool iommu_groups_translate(const char *root) {
+	_cleanup_free_ char *dir = NULL;
+	struct dirent *de;
+	bool any = false, all = true;
+	DIR *d;
+
+	if (path_prefix_root(root, HEALTH_GROUPS_DIR, &dir) < 0)
+		return false;
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (all && (de = first_entry(d))) {
+		_cleanup_free_ char *p = NULL, *type = NULL;
+
+		any = true;
+		all = asprintf(&p, "%s/%s/type", dir, de->d_name) >= 0 &&
+		      read_file_full(p, HEALTH_COUNTER_MAX, &type, NULL) >= 0 &&
+		      domain_type_translates(strstrip(type));
+	}
+	closedir(d);
+	return any && all;
+}
+
+static bool cmdline_asks_passthrough(const char *root) {
+	static const char *const words[] = { "iommu=pt", "iommu.passthrough=1",
+		                             "iommu.passthrough=y", "iommu.passthrough=Y",
+		                             "iommu.passthrough=on" };
+	_cleanup_free_ char *path = NULL, *data = NULL;
+
+	if (path_prefix_root(root, "/proc/cmdline", &path) < 0 ||
+	    read_file_full(path, 1 << 16, &data, NULL) < 0)
+		return false; /* the groups' types still tell */
+	for (size_t i = 0; i < ELEMENTSOF(words); i++)
+		if (cmdline_has_word(strstrip(data), words[i]))
+			return true;
+	return false;
+}
+
+bool health_iommu_translates(const char *root) {
+	return iommu_unit_registered(root) && iommu_groups_translate(root) &&
+	       !cmdline_asks_passthrough(root);
+}
+
 /* Facts the policy asks for that are cheap and honest to give at commit time;
  * everything not measured stays zero ("unknown"), which never allows fast. */
 void handoff_facts_gather(const char *root, const KexecBackend *backend, HandoffFacts *f) {
-	_cleanup_free_ char *path = NULL, *iommu = NULL;
+	_cleanup_free_ char *path = NULL;
 	unsigned long long taint;
 
 	*f = (HandoffFacts){ .digests_at_stage = true };
@@ -248,21 +330,8 @@ void handoff_facts_gather(const char *root, const KexecBackend *backend, Handoff
 		f->memory_map_unchanged =
 		        backend->memory_map_unchanged && backend->memory_map_unchanged(root) > 0;
 	}
-	/* An IOMMU registered with the kernel (/sys/class/iommu/<unit>) remaps DMA. */
-	if (path_prefix_root(root, "/sys/class/iommu", &iommu) >= 0) {
-		DIR *d = opendir(iommu);
-
-		if (d) {
-			struct dirent *de;
-
-			while ((de = readdir(d)))
-				if (de->d_name[0] != '.') {
-					f->iommu_enabled = true;
-					break;
-				}
-			closedir(d);
-		}
-	}
+	/* DMA translated for every device: not merely an IOMMU present (iommu=pt). */
+	f->iommu_enabled = health_iommu_translates(root);
 	/* Machine checks and EDAC memory errors since boot, where the kernel counts them. */
 	gather_health(root, f);
 	if (path_prefix_root(root, "/proc/sys/kernel/tainted", &path) >= 0 &&

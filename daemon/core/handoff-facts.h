@@ -23,6 +23,7 @@
  * Return 0 / -errno; ret_* are written only on success.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,17 @@ int health_count_kmsg_hw_errors(const char *text, size_t size, uint64_t *ret);
 /* Sum of ce_count + ue_count below DIR (/sys/devices/system/edac/mc).
  * -ENOENT when there is no mc<N>; -EBADMSG when a counter is unreadable. */
 int health_edac_errors(const char *dir, uint64_t *ret);
+
+/*
+ * Whether the IOMMU translates every device's DMA, from the files below root: an IOMMU unit
+ * is registered (/sys/class/iommu/<unit>), there is at least one IOMMU group, every group's
+ * default domain (/sys/kernel/iommu_groups/N/type) translates ("DMA", "DMA-FQ", or
+ * "unmanaged" and "blocked", owned by a driver such as VFIO), and the command line
+ * (/proc/cmdline) does not ask for passthrough (iommu=pt, iommu.passthrough=1). An
+ * "identity" group (passthrough: the device writes physical memory directly) or a group
+ * whose type cannot be read means false. A missing root means false.
+ */
+bool health_iommu_translates(const char *root);
 
 /* THE facts the policy weighs before a handoff (policy_decide_handoff()), gathered from
  * the files below root and what backend holds; cheap and honest to give at commit time.

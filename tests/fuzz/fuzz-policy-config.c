@@ -30,7 +30,6 @@ static void exercise(const Policy *p) {
 		.n_metadata = ELEMENTSOF(md),
 	};
 	HandoffFacts hf = {
-		.panic_image = true,
 		.digests_at_stage = true,
 		.files_unchanged = true,
 		.memory_map_unchanged = true,

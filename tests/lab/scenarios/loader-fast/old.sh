@@ -12,6 +12,8 @@
 set -e
 
 ls /sys/class/iommu >"$LAB_RESULTS/iommu.txt" 2>&1 || true
+# The policy wants every group translating (DMA, DMA-FQ), not passthrough (identity).
+grep -H . /sys/kernel/iommu_groups/*/type >"$LAB_RESULTS/iommu-groups.txt" 2>&1 || true
 lab_check iommu-registered test -n "$(ls /sys/class/iommu)"
 mkdir -p /etc/upgraded/upgraded.conf.d
 cat >/etc/upgraded/upgraded.conf.d/50-lab-fast.conf <<'CONF'
