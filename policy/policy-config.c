@@ -106,7 +106,8 @@ static const Setting settings[] = {
 
 static const char *const known_sections[] = { "Handoff", "Paths", "Commit", "VM" };
 
-#define DEFAULT_CHECKPOINT_DIR "/var/lib/upgraded/checkpoints"
+/* libvirt's QEMU driver writes managed-save images (the checkpoints) here. */
+#define DEFAULT_CHECKPOINT_DIR "/var/lib/libvirt/qemu/save"
 static const char *const default_allowed_roots[] = { "/boot", "/var/lib/upgraded/images" };
 #define DEFAULT_MARGIN_PERCENT   10
 #define DEFAULT_SHUTDOWN_TIMEOUT 120

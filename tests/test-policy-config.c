@@ -48,7 +48,8 @@ static void assert_defaults(const Policy *p) {
 	assert_false(p->window.set);
 	assert_true(p->max_vms == UINT64_MAX);
 	assert_true(p->max_vm_memory == UINT64_MAX);
-	assert_string_equal(p->checkpoint_dir, "/var/lib/upgraded/checkpoints");
+	/* The free-space check looks where libvirt writes managed-save images. */
+	assert_string_equal(p->checkpoint_dir, "/var/lib/libvirt/qemu/save");
 	assert_true(p->margin_is_percent);
 	assert_true(p->free_space_margin == 10);
 	assert_int_equal(p->default_strategy, POLICY_VM_CHECKPOINT);
