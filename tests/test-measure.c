@@ -14,11 +14,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "context-private.h" /* the tests look inside the state machine */
 #include "daemon-test-util.h"
 #include "measure.h"
 #include "path-util.h"
+#include "probe-open-bounded.h"
 #include "report.h"
 #include "string-util.h"
 
@@ -27,6 +30,7 @@
 #define S        UINT64_C(1000000000)
 
 void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret));
+void measure_set_probe_open_func(Measure *m, ProbeOpenFunc f, uint64_t timeout_usec);
 int measure_kmsg_format(const char *event, const char *id, char *buf, size_t size);
 
 /* Scripted clocks: a 2 GHz TSC counting from the old kernel's boot (TSC = 2 x the old
@@ -656,6 +660,81 @@ static void test_measure_report_gate(void **state) {
 	assert_int_equal(test_validate_reports(w->root), 0);
 }
 
+/* An opener that hangs until released, like a bpf() that never returns. */
+static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hang_cond = PTHREAD_COND_INITIALIZER;
+static bool hang_released, hang_returned;
+static unsigned hang_calls;
+
+static int hanging_probe_open(const ProbeOptions *opts, Probe **ret) {
+	int r;
+
+	pthread_mutex_lock(&hang_lock);
+	hang_calls++;
+	while (!hang_released)
+		pthread_cond_wait(&hang_cond, &hang_lock);
+	pthread_mutex_unlock(&hang_lock);
+	r = probe_open(opts, ret); /* disabled: a degraded probe, no bpf() */
+	pthread_mutex_lock(&hang_lock);
+	hang_returned = true;
+	pthread_mutex_unlock(&hang_lock);
+	return r;
+}
+
+static uint64_t now_ms(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The probe never stands between the new kernel and the VMs' restore: a probe that does not
+ * open within its deadline is given up (and not tried again), the caller goes on at once,
+ * and the late opener closes what it opened by itself. */
+static void test_measure_probe_open_bounded(void **state) {
+	World *w = *state;
+	Measure *m = NULL;
+	Probe *p = NULL;
+	uint64_t t0;
+
+	/* The primitive: a prompt opener's result comes back as it is. */
+	assert_int_equal(probe_open_bounded(NULL, &(ProbeOptions){ .disabled = true }, 1000000, &p),
+	                 0);
+	assert_non_null(p);
+	p = probe_close(p);
+
+	assert_int_equal(
+	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
+	measure_set_probe_open_func(m, hanging_probe_open, 200 * 1000);
+	t0 = now_ms();
+	assert_true(measure_mark(m, "web1", PROBE_MARK_RESUME) < 0);
+	assert_true(now_ms() - t0 < 2000);
+	assert_null(measure_probe(m));
+	t0 = now_ms();
+	assert_true(measure_mark(m, "web1", PROBE_MARK_PAUSE) < 0);
+	assert_true(now_ms() - t0 < 100); /* given up: no second wait */
+	assert_int_equal(hang_calls, 1);
+	m = measure_free(m);
+
+	/* Released after its caller went: the opener finishes and frees alone. */
+	pthread_mutex_lock(&hang_lock);
+	hang_released = true;
+	pthread_cond_broadcast(&hang_cond);
+	pthread_mutex_unlock(&hang_lock);
+	for (int i = 0; i < 200; i++) {
+		bool done;
+
+		pthread_mutex_lock(&hang_lock);
+		done = hang_returned;
+		pthread_mutex_unlock(&hang_lock);
+		if (done)
+			break;
+		usleep(10000);
+	}
+	assert_true(hang_returned);
+	usleep(100000); /* its last unref */
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
@@ -675,6 +754,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_measure_kmsg_marks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_report_gate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_panic_takeover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_probe_open_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

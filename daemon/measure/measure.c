@@ -22,6 +22,7 @@
 #include "job.h"
 #include "measure.h"
 #include "path-util.h"
+#include "probe-open-bounded.h"
 #include "string-util.h"
 
 #define MEASURE_FIRST_RUN_WAIT_MS 1000 /* how long the report waits for resumed vCPUs to run */
@@ -46,6 +47,10 @@ struct Measure {
 	/* The VM steps' API is called from the VM library's worker threads too (restore,
 	 * resume): this lock serialises it with the probe's consumer. */
 	pthread_mutex_t lock;
+
+	ProbeOpenFunc probe_open;    /* NULL: probe_open() (test seam) */
+	uint64_t probe_open_timeout; /* usec the probe may take to open */
+	bool probe_gave_up;          /* it did not open in time: not tried again */
 
 	bool started;         /* measure_daemon_start() found a handoff to complete */
 	TimebaseSample start; /* new kernel: at daemon start */
@@ -75,6 +80,7 @@ int measure_new(const MeasureOptions *opts, Measure **ret) {
 	m->probe_opts =
 	        (ProbeOptions){ .disabled = opts && opts->probe_disabled, .btf_path = m->btf_path };
 	m->sample_now = timebase_sample_now;
+	m->probe_open_timeout = PROBE_OPEN_TIMEOUT_USEC;
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -105,6 +111,13 @@ Measure *measure_free(Measure *m) {
 void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret));
 void measure_set_sample_func(Measure *m, int (*f)(TimebaseSample *ret)) {
 	m->sample_now = f ?: timebase_sample_now;
+}
+
+/* Test seam: what opens the probe (probe_open() normally) and how long it may take. */
+void measure_set_probe_open_func(Measure *m, ProbeOpenFunc f, uint64_t timeout_usec);
+void measure_set_probe_open_func(Measure *m, ProbeOpenFunc f, uint64_t timeout_usec) {
+	m->probe_open = f;
+	m->probe_open_timeout = timeout_usec ?: PROBE_OPEN_TIMEOUT_USEC;
 }
 
 Probe *measure_probe(Measure *m) {
@@ -143,7 +156,18 @@ static int measure_open_probe(Measure *m) {
 
 	if (m->probe)
 		return 0;
-	r = probe_open(&m->probe_opts, &m->probe);
+	if (m->probe_gave_up)
+		return -ETIMEDOUT;
+	/* Bounded: on the new kernel this runs before the VMs are restored, and nothing
+	 * the probe measures is worth more than the VMs coming back. */
+	r = probe_open_bounded(m->probe_open, &m->probe_opts, m->probe_open_timeout, &m->probe);
+	if (r == -ETIMEDOUT) {
+		m->probe_gave_up = true;
+		return log_warning_errno(r,
+		                         "The vCPU probe did not open within %.1f s, going on "
+		                         "without it (the report keeps the daemon's marks): %m",
+		                         (double)m->probe_open_timeout / 1e6);
+	}
 	if (r < 0)
 		return log_warning_errno(r, "Cannot set up the vCPU probe: %m");
 	if (r == 0) {
