@@ -45,6 +45,8 @@ typedef enum Op {
 	OP_SHUTDOWN,
 	OP_SHUTDOWN_IGNORED, /* the guest ignores the shutdown request */
 	OP_GET_STATE,
+	OP_CREATE_LOST,        /* libvirtd goes away during the restore, which it finished */
+	OP_CREATE_LOST_UNDONE, /* libvirtd goes away during the restore, which it did not do */
 	_OP_MAX,
 } Op;
 
@@ -56,6 +58,8 @@ static struct {
 	unsigned late_resumes;       /* resumes of b after its hung pause was released */
 	unsigned connect_failures;   /* the next connects that fail (libvirtd restarting) */
 	unsigned save_flags;         /* of the last managed save that went through */
+	virConnectPtr lost;          /* OP_CREATE_LOST*: the connection whose libvirtd went */
+	bool lost_for_good;          /* OP_CREATE_LOST*: libvirtd does not come back */
 	unsigned saving, max_saving; /* concurrent managed saves, now and at most */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -125,6 +129,10 @@ static virConnectPtr fake_connect_open(const char *uri) {
 	if (left > 0 || hit(OP_CONNECT, NULL))
 		return virConnectOpen("test:///injected-connect-failure.xml");
 	return virConnectOpen(uri);
+}
+
+static int fake_connect_alive(virConnectPtr c) {
+	return c != __atomic_load_n(&inj.lost, __ATOMIC_SEQ_CST);
 }
 
 static int fake_suspend(virDomainPtr d) {
@@ -202,6 +210,17 @@ static int fake_has_managed_save(virDomainPtr d, unsigned flags) {
 
 static int fake_create(virDomainPtr d, unsigned flags) {
 	trace_add("create:%s", virDomainGetName(d));
+	if (hit(OP_CREATE_LOST, d) || hit(OP_CREATE_LOST_UNDONE, d)) {
+		/* The restarted libvirtd finished the restore (QEMU's driver leaves it paused)
+		 * or not; the caller only sees its connection gone. */
+		if (inj.target[OP_CREATE_LOST] && virDomainCreate(d) == 0)
+			(void)virDomainSuspend(d);
+		inj.target[OP_CREATE_LOST] = inj.target[OP_CREATE_LOST_UNDONE] = NULL; /* once */
+		__atomic_store_n(&inj.lost, virDomainGetConnect(d), __ATOMIC_SEQ_CST);
+		if (inj.lost_for_good)
+			__atomic_store_n(&inj.connect_failures, 1000, __ATOMIC_SEQ_CST);
+		return injected("create (libvirtd went away)", d);
+	}
 	return hit(OP_CREATE, d) ? injected("create", d) : virDomainCreateWithFlags(d, flags);
 }
 
@@ -237,6 +256,7 @@ static const VmOps fake_ops = {
 	.shutdown = fake_shutdown,
 	.abort_job = fake_abort_job,
 	.get_state = fake_get_state,
+	.connect_alive = fake_connect_alive,
 };
 
 /* ---- fixture: the test host with domains "test" (built in), "a", "b" running ---- */
@@ -1045,6 +1065,55 @@ static void test_restore_fails_keeps_image(void **state) {
 	vm_results_free(r);
 }
 
+/* libvirtd killed during a restore on the new kernel: the VM ends running, or with its saved
+ * state kept and reported; never paused and reported restored (docs/reliability.md). */
+static void test_restore_libvirtd_lost(void **state) {
+	const VmPlanEntry b[] = { { "b", VM_STRATEGY_CHECKPOINT } };
+	VmPlan plan = { .entries = plan_ab, .n_entries = 3 },
+	       only_b = { .entries = b, .n_entries = 1 };
+	VmResults *r = NULL;
+	int k;
+
+	/* The restarted libvirtd finished the restore: the VM is there, paused, its image
+	 * gone. The daemon looks again and resumes it. */
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	inj.target[OP_CREATE_LOST] = "a";
+	k = vm_restore_all(conn, &plan, r, NULL, NULL);
+	dump_results(r, "libvirtd-lost");
+	assert_int_equal(k, 0);
+	assert_int_equal(inj.calls[OP_CREATE_LOST], 1);
+	assert_int_equal(find(r, "a")->outcome, VM_OUTCOME_RESUMED);
+	assert_null(find(r, "a")->error);
+	assert_all_running_no_image();
+	vm_results_free(r);
+	inj.target[OP_CREATE_LOST] = NULL;
+
+	/* It did not: the image is still there, restored once libvirtd is back. */
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	inj.target[OP_CREATE_LOST_UNDONE] = "b";
+	assert_int_equal(vm_restore_all(conn, &plan, r, NULL, NULL), 0);
+	assert_int_equal(inj.calls[OP_CREATE_LOST_UNDONE], 1);
+	assert_int_equal(find(r, "b")->outcome, VM_OUTCOME_RESUMED);
+	assert_all_running_no_image();
+	vm_results_free(r);
+	inj.target[OP_CREATE_LOST_UNDONE] = NULL;
+
+	/* Gone and not back in time: failed, the image kept and named. */
+	assert_int_equal(vm_checkpoint_all(conn, &only_b, NULL, NULL, &r), 0);
+	inj.target[OP_CREATE_LOST_UNDONE] = "b";
+	inj.lost_for_good = true;
+	assert_int_equal(vm_restore_all(conn, &only_b, r, NULL, NULL), -EIO);
+	assert_int_equal(find(r, "b")->outcome, VM_OUTCOME_FAILED);
+	assert_error_contains(find(r, "b"), "the image is kept");
+	assert_int_equal(dom_has_image("b"), 1);
+	inj.connect_failures = 0;
+	inj.lost_for_good = false;
+	inj.target[OP_CREATE_LOST_UNDONE] = NULL;
+	assert_int_equal(vm_restore_one(conn, "b", (VmResult *)find(r, "b")), 0);
+	assert_all_running_no_image();
+	vm_results_free(r);
+}
+
 static void test_restore_resume_fails(void **state) {
 	VmPlan plan = { .entries = plan_ab, .n_entries = 3 };
 	VmResults *r = NULL;
@@ -1205,6 +1274,7 @@ int main(void) {
 		T(test_shutdown_timeout_rolls_back),
 		T(test_not_running_is_ignored),
 		T(test_restore_fails_keeps_image),
+		T(test_restore_libvirtd_lost),
 		T(test_restore_resume_fails),
 		T(test_restore_state_not_preserved),
 		T(test_restore_one_errors),

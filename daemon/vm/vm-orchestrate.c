@@ -644,8 +644,44 @@ static int restore_domain(virConnectPtr c, const VmPlan *plan, VmResult *r) {
 	return 0;
 }
 
+/* Whether c still reaches libvirtd: a connection whose libvirtd went away looks alive until it
+ * is used, one round trip tells. */
+static bool connection_alive(virConnectPtr c) {
+	unsigned long version;
+
+	if (vm_ops->connect_alive)
+		return vm_ops->connect_alive(c) > 0;
+	return virConnectIsAlive(c) == 1 && virConnectGetLibVersion(c, &version) == 0;
+}
+
+/*
+ * A restore whose libvirtd went away (killed, restarted) says nothing about the domain: the
+ * restarted libvirtd may have finished the restore by itself (the VM is there, paused, its
+ * image gone) or not (still saved). Wait for libvirtd and settle the domain from what it is
+ * now: active -> resumed; saved -> restored again; neither -> reported lost. Never a paused VM
+ * reported as restored, never a running one reported as failed.
+ */
 static int job_restore(VmJob *j, virConnectPtr c) {
-	return restore_domain(c, j->runner->plan, j->result);
+	VmResult *r = j->result;
+	_cleanup_free_ char *first = NULL, *connect_error = NULL;
+	virConnectPtr again;
+	int k;
+
+	k = restore_domain(c, j->runner->plan, r);
+	if (k >= 0 || connection_alive(c))
+		return k;
+	again = connect_retry(j->runner->uri, &connect_error);
+	if (!again)
+		return k;
+	first = TAKE_PTR(r->error);
+	k = restore_domain(again, j->runner->plan, r);
+	virConnectClose(again);
+	if (k < 0)
+		vm_result_set_error(r,
+		                    "libvirtd went away during the restore (%s); once it was "
+		                    "back: %s",
+		                    strna(first), strna(r->error));
+	return k;
 }
 
 /*

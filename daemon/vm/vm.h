@@ -275,6 +275,8 @@ typedef struct VmOps {
 	int (*shutdown)(virDomainPtr dom);
 	int (*abort_job)(virDomainPtr dom);
 	int (*get_state)(virDomainPtr dom, int *state, int *reason, unsigned flags);
+	/* 1 while the connection reaches libvirtd; NULL: virConnectIsAlive() and a round trip. */
+	int (*connect_alive)(virConnectPtr conn);
 } VmOps;
 
 const VmOps *vm_ops_default(void);

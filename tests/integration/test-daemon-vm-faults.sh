@@ -15,9 +15,13 @@
 #      (a dry run) works through a connection it opened again;
 #   3. a restore that fails on the new kernel (vm-a's saved image truncated): vm-b is resumed,
 #      vm-a is reported failed with its image kept; `upgradectl restore-vm vm-a` fails again
-#      and still keeps it; with the intact image back, restore-vm brings vm-a back, continued.
-# (libvirtd killed during the restore is not here: its outcome depends on how far QEMU got, see
-# docs/reliability.md.)
+#      and still keeps it; with the intact image back, restore-vm brings vm-a back, continued;
+#   4. libvirtd killed while the new kernel's daemon restores the first VM, started again a
+#      second later: the restarted libvirtd may or may not finish that restore by itself, and
+#      the daemon settles the VM from what it finds once libvirtd is back. Either way the VM
+#      ends running with its counter continued, or shut off with its saved state kept and
+#      reported (then restore-vm brings it back); never paused, never reported restored
+#      while it is not running.
 # (The full checkpoint disk is test-daemon-vms.sh, case 2.)
 # usage: test-daemon-vm-faults.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN
 set -uo pipefail
@@ -136,6 +140,55 @@ check "restore-vm with the intact image: exit 0" "$CTL" restore-vm vm-a
 after_a=$(counter vm-a)
 check "restore-vm: vm-a running, counter continued ($before_a -> $after_a)" test "$(V domstate vm-a)" = running -a "$after_a" -ge "$before_a" -a "$after_a" -lt $((before_a + 200))
 check "restore-vm: no image left" no_image vm-a vm-b
+stop_daemon
+
+# ---- 4. libvirtd killed during the restore on the new kernel ----
+check "restore interrupted: the old kernel's daemon starts" start_daemon old4
+ID4=$("$CTL" stage "/boot/vmlinuz-$NEW" --cmdline="root=/dev/vda1 ro")
+before_a=$(counter vm-a) before_b=$(counter vm-b)
+"$CTL" commit --wait >"$T/commit4.out" 2>&1
+check "restore interrupted: commit --wait exits 0" test $? -eq 0
+stop_daemon
+# The new kernel's daemon restores before it takes its bus name: start it by hand, and kill
+# libvirtd as soon as the first restored VM's QEMU exists (one restore at a time).
+"$UPGRADED" --root="$ROOT" --libvirt-uri="$URI" --backend=record --kexec-trigger=record \
+        --running-kernel="$NEW" --boot-id="$(tr -d '-' </proc/sys/kernel/random/uuid)" \
+        >"$T/daemon-new4.log" 2>&1 &
+DAEMON_PID=$!
+restoring=
+for _ in $(seq 2000); do
+        restoring=$(cd /run/libvirt/qemu && ls -- vm-*.pid 2>/dev/null | head -n 1)
+        [ -n "$restoring" ] && break
+        sleep 0.01
+done
+restoring=${restoring%.pid}
+[ "$restoring" = vm-a ] && other=vm-b || other=vm-a
+restart_libvirtd
+faults=$((faults + 1))
+check "restore interrupted: libvirtd killed while $restoring was being restored" test -n "$restoring"
+for _ in $(seq 300); do
+        busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" status org.upgraded.Upgrade1 >/dev/null 2>&1 && break
+        sleep 0.1
+done
+wait_finished "$ID4"
+REPORT=$ROOT/var/lib/upgraded/reports/$ID4.json
+result=$(json "$REPORT" "[v['result'] for v in d['vms'] if v['name'] == '$restoring'][0]")
+state=$(V domstate "$restoring")
+echo "# $restoring: reported '$result', libvirt says '$state'"
+check "restore interrupted: $restoring never left paused" test "$state" != paused
+if [ "$result" = resumed ]; then
+        check "restore interrupted: $restoring reported resumed and running" test "$state" = running
+        check "restore interrupted: the update is done" test "$(state "$ID4")" = done
+else
+        check "restore interrupted: $restoring reported failed with its image kept" failed_with "$ID4" "VM '$restoring': .*the image is kept"
+        check "restore interrupted: $restoring shut off with its saved state" bash -c "[ \"\$(virsh -q -c '$URI' domstate $restoring)\" = 'shut off' ] && virsh -c '$URI' dominfo $restoring | grep -qE 'Managed save: +yes'"
+        check "restore interrupted: restore-vm $restoring" "$CTL" restore-vm "$restoring"
+fi
+check "restore interrupted: $other restored once libvirtd was back" test "$(V domstate "$other")" = running
+# Two restores in a row and a libvirtd restart: up to a minute of ticks on a loaded machine;
+# a guest booted again would count from 0, below "before".
+check "restore interrupted: both counters continued" continued "$before_a" "$before_b" 1100
+check "restore interrupted: no image left" no_image vm-a vm-b
 stop_daemon
 
 echo "# faults injected: $faults; VM checks: both VMs after each case; $((SECONDS - t_start)) s"
