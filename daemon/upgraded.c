@@ -461,6 +461,12 @@ static int run(int argc, char *argv[]) {
 	if (r < 0)
 		return r;
 
+	/* Blocked before any thread starts (libvirt's event loop, jobs, the VM workers): the loop
+	 * takes them through a signalfd; a thread with them unblocked would die of them. */
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
 	r = sd_event_default(&event);
 	if (r < 0)
 		return log_error_errno(r, "Failed to allocate the event loop: %m");
@@ -487,11 +493,6 @@ static int run(int argc, char *argv[]) {
 	r = job_attach_event(event);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the job queue: %m");
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGTERM);
-	sigaddset(&ss, SIGINT);
-	sigprocmask(SIG_BLOCK, &ss, NULL);
-
 	r = open_bus(a.bus_address, &bus);
 	if (r < 0)
 		return log_error_errno(r, "Failed to connect to the bus: %m");

@@ -73,9 +73,22 @@ static void emit_update_changed(Manager *mgr, Update *u) {
 	manager_notify_status(mgr);
 }
 
+typedef struct UpdateChanged {
+	Manager *manager;
+	Update *update;
+} UpdateChanged;
+
+static void update_changed_on_loop(void *userdata) {
+	UpdateChanged *uc = userdata;
+
+	emit_update_changed(uc->manager, uc->update);
+}
+
+/* From a worker the signal is sent while the worker waits: it carries the values of this
+ * change (a VM "paused" before "saving"), not whatever the update holds later. */
 static void on_update_changed(Context *c, Update *u, void *userdata) {
-	if (!emit_defer(userdata, EMIT_UPDATE_CHANGED, u, NULL))
-		emit_update_changed(userdata, u);
+	job_defer_wait(update_changed_on_loop,
+	               &(UpdateChanged){ .manager = userdata, .update = u });
 }
 
 static void on_update_added(Context *c, Update *u, void *userdata) {

@@ -11,6 +11,7 @@
 
 #include "cmdline.h"
 #include "context-private.h"
+#include "job.h"
 #include "fileio.h"
 #include "handoff-facts.h"
 #include "image.h"
@@ -184,7 +185,9 @@ int context_handoff(Context *c, Update *u, const char *stamp) {
 		return context_commit_fail(c, u, "cannot persist the handoff record");
 
 	/* Everything on disk before the machine goes down. */
+	job_blocking_begin(); /* a job's worker: the loop answers while the disk syncs */
 	sync();
+	(void)job_blocking_end();
 
 	log_info("Update %s: requesting kexec%s into %s.", u->id,
 	         c->panic_kernel ? " from the crash kernel" : "", u->kernel_version);

@@ -210,6 +210,45 @@ int job_defer(void (*fn)(void *data), void *data, void (*free_data)(void *data))
 	return 0;
 }
 
+typedef struct Waited {
+	void (*fn)(void *data);
+	void *data;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+} Waited;
+
+static void waited_run(void *userdata) {
+	Waited *w = userdata;
+
+	w->fn(w->data);
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void job_defer_wait(void (*fn)(void *data), void *data) {
+	Waited w = { .fn = fn, .data = data };
+
+	if (!current) {
+		fn(data);
+		return;
+	}
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	if (job_defer(waited_run, &w, NULL) >= 0) {
+		pthread_mutex_unlock(&state_lock);
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cond, &w.lock);
+		pthread_mutex_unlock(&w.lock);
+		pthread_mutex_lock(&state_lock);
+	}
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+}
+
 int job_start(const char *name, uint64_t timeout_usec, JobRun run, JobDone done, void *userdata,
               Job **ret) {
 	pthread_attr_t attr;

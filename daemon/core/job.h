@@ -44,6 +44,12 @@ bool job_on_loop(void);
  * itself fn runs later too (never re-entrantly). free_data (may be NULL) frees data after. */
 int job_defer(void (*fn)(void *data), void *data, void (*free_data)(void *data));
 
+/* From a job's worker (state lock held): runs fn(data) on the loop and waits until it ran,
+ * with the lock released meanwhile (the loop needs it), so that what fn reads of the state
+ * is what the worker left (a signal carrying each intermediate value). Elsewhere: fn(data)
+ * right away. */
+void job_defer_wait(void (*fn)(void *data), void *data);
+
 /* Starts a worker thread running run(j, userdata); done(j, r, userdata) follows on the loop.
  * timeout_usec 0: no deadline. ret may be NULL; the pointer stays valid until done ran. */
 int job_start(const char *name, uint64_t timeout_usec, JobRun run, JobDone done, void *userdata,

@@ -34,6 +34,11 @@ check "both domains shut off with a managed save image" bash -c "[ \"\$(virsh -q
 stop_daemon
 check "the new kernel's daemon restores" start_new_kernel_daemon new
 t1=$(date +%s.%N)
+# The name comes before the restore (a job behind it): wait for the update to end.
+for _ in $(seq 1200); do
+        case $("$CTL" show "$ID" -p State --value) in done | failed) break ;; esac
+        sleep 0.1
+done
 check "update done" test "$("$CTL" show "$ID" -p State --value)" = done
 after_a=$(counter vm-a) after_b=$(counter vm-b)
 echo "# counters: vm-a $before_a before commit -> $after_a after restore; vm-b $before_b -> $after_b"
