@@ -177,6 +177,20 @@ static void test_pmem_no_region(void **state) {
 	policy_reasons_done(&r);
 }
 
+/* A root with nothing at all: a fact, not an error; JSON with nulls. */
+static void test_pmem_bare_root(void **state) {
+	_cleanup_(pmem_facts_done) PmemFacts p = {};
+	PmemOptions o = { .root = "/nonexistent-root", .backend = "kexec_load" };
+	json_object *j = NULL;
+
+	assert_int_equal(pmem_facts_gather(&o, &p), 0);
+	assert_codes(&p, "kept-memory-no-region");
+	assert_string_equal(p.backing_dir_from, "default");
+	assert_int_equal(pmem_facts_to_json(&p, &j), 0);
+	assert_null(json_object_object_get(json_object_object_get(j, "mount"), "mount_point"));
+	json_object_put(j);
+}
+
 static void test_pmem_hidden(void **state) {
 	Fixture *f = *state;
 	_cleanup_(pmem_facts_done) PmemFacts p = {};
@@ -394,6 +408,7 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pmem_ready_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_no_region, setup, teardown),
+		cmocka_unit_test(test_pmem_bare_root),
 		cmocka_unit_test_setup_teardown(test_pmem_hidden, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_outside_ram, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_no_device, setup, teardown),

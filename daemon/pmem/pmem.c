@@ -328,8 +328,11 @@ static int json_put(json_object *o, const char *key, json_object *v) {
 	return 0;
 }
 
-static json_object *json_str(const char *s) {
-	return s ? json_object_new_string(s) : json_object_new_null();
+/* A string, or JSON null (json-c's NULL) when s is NULL. */
+static int json_put_str(json_object *o, const char *key, const char *s) {
+	if (!s)
+		return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+	return json_put(o, key, json_object_new_string(s));
 }
 
 static int regions_to_json(const PmemFacts *f, json_object **ret) {
@@ -366,12 +369,12 @@ int pmem_facts_to_json(const PmemFacts *f, json_object **ret) {
 	m = json_object_new_object();
 	if (json_put(o, "ready", json_object_new_boolean(pmem_facts_ready(f))) < 0 ||
 	    regions_to_json(f, &regions) < 0 || json_put(o, "regions", regions) < 0 ||
-	    json_put(o, "memory_backing_dir", json_str(f->backing_dir)) < 0 ||
-	    json_put(o, "memory_backing_dir_from", json_str(f->backing_dir_from)) < 0 ||
+	    json_put_str(o, "memory_backing_dir", f->backing_dir) < 0 ||
+	    json_put_str(o, "memory_backing_dir_from", f->backing_dir_from) < 0 ||
 	    json_put(o, "mount", m) < 0 ||
-	    json_put(m, "mount_point", json_str(f->mount.mount_point)) < 0 ||
-	    json_put(m, "fstype", json_str(f->mount.fstype)) < 0 ||
-	    json_put(m, "source", json_str(f->mount.source)) < 0 ||
+	    json_put_str(m, "mount_point", f->mount.mount_point) < 0 ||
+	    json_put_str(m, "fstype", f->mount.fstype) < 0 ||
+	    json_put_str(m, "source", f->mount.source) < 0 ||
 	    json_put(m, "dax", json_object_new_boolean(f->facts.dax)) < 0 ||
 	    policy_reasons_to_json(&f->reasons, &reasons) < 0 ||
 	    json_put(o, "reasons", reasons) < 0) {
