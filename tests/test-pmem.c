@@ -151,6 +151,21 @@ static void test_pmem_ready_host(void **state) {
 	policy_reasons_done(&r);
 	assert_int_equal(pmem_path_check(&p, f->root, "relative", &r), -EINVAL);
 
+	/* keep-ram's callback shape. */
+	{
+		PmemKeptCheck k = { .facts = &p, .root = f->root };
+		char *why = NULL;
+
+		assert_true(pmem_on_kept_memory(RAM_DIR "/libvirt/qemu/1-vm/pc.ram", &why, &k));
+		assert_null(why);
+		assert_false(pmem_on_kept_memory("/srv/vm.ram", &why, &k));
+		assert_non_null(strstr(why, "kept-memory-file-elsewhere: "));
+		free(why);
+		assert_false(pmem_on_kept_memory("relative", &why, &k));
+		assert_non_null(strstr(why, "cannot check"));
+		free(why);
+	}
+
 	assert_int_equal(pmem_facts_to_json(&p, &j), 0);
 	assert_true(json_object_get_boolean(json_object_object_get(j, "ready")));
 	assert_string_equal(

@@ -420,3 +420,34 @@ int pmem_path_check(const PmemFacts *f, const char *root, const char *path,
 		return r;
 	return ret_reasons->n == before ? 1 : 0;
 }
+
+bool pmem_on_kept_memory(const char *path, char **ret_reason, void *userdata) {
+	const PmemKeptCheck *k = userdata;
+	PolicyReasons r = {};
+	char *why = NULL;
+	int kept;
+
+	kept = k && k->facts ? pmem_path_check(k->facts, k->root, path, &r) : -EINVAL;
+	if (kept > 0) {
+		policy_reasons_done(&r);
+		return true;
+	}
+	if (kept < 0 && asprintf(&why, "cannot check '%s' for kept memory: %s", strna(path),
+	                         strerror(-kept)) < 0)
+		why = NULL;
+	for (size_t i = 0; kept == 0 && i < r.n; i++) {
+		char *n = NULL;
+
+		if (asprintf(&n, "%s%s%s: %s", why ?: "", why ? "; " : "", r.items[i].code,
+		             r.items[i].text) < 0)
+			n = NULL;
+		free(why);
+		why = n;
+	}
+	policy_reasons_done(&r);
+	if (ret_reason)
+		*ret_reason = why;
+	else
+		free(why);
+	return false;
+}

@@ -81,6 +81,15 @@ int pmem_facts_to_json(const PmemFacts *f, json_object **ret);
 int pmem_path_check(const PmemFacts *f, const char *root, const char *path,
                     PolicyReasons *ret_reasons);
 
+/* The same in the shape of keep-ram's KeepRamConfig.on_kept_memory (daemon/vm/keep-ram.h):
+ * userdata is a PmemKeptCheck; false with *ret_reason ("code: text; ...", caller frees)
+ * when path is not on kept memory or cannot be checked. */
+typedef struct PmemKeptCheck {
+	const PmemFacts *facts; /* gathered by pmem_facts_gather() */
+	const char *root;
+} PmemKeptCheck;
+bool pmem_on_kept_memory(const char *path, char **ret_reason, void *userdata);
+
 /* ---- parsers (fuzzed: tests/fuzz/fuzz-pmem.c) ---- */
 
 /* The memmap=SIZE!START entries (comma lists too) of a command line, as
