@@ -313,9 +313,31 @@ static void test_context_carries_memmap(void **state) {
 	                                 "140000000-1bfffffff : Persistent Memory (legacy)\n",
 	                                 0644),
 	                 0);
+	/* A crash reservation: the panic image gets the same line. */
+	assert_int_equal(
+	        test_write_file(w->root, "/sys/kernel/kexec_crash_size", "268435456\n", 0644), 0);
+	assert_int_equal(test_write_file(w->root, "/sys/firmware/memmap/0/start", "0x0\n", 0644),
+	                 0);
+	assert_int_equal(
+	        test_write_file(w->root, "/sys/firmware/memmap/0/end", "0x1ffffffff\n", 0644), 0);
+	assert_int_equal(
+	        test_write_file(w->root, "/sys/firmware/memmap/0/type", "System RAM\n", 0644), 0);
 	c = boot(w, OLD_KERNEL, BOOT_A, true);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_string_equal(u->cmdline, "root=/dev/vda1 quiet memmap=2G!5G");
+	assert_true(u->crash_image_loaded);
+	{
+		_cleanup_free_ char *path = NULL, *data = NULL;
+		const char *p;
+		unsigned n = 0;
+
+		assert_true(asprintf(&path, "%s/run/upgraded/kexec-record.json", w->root) > 0);
+		assert_int_equal(read_file_full(path, 1 << 20, &data, NULL), 0);
+		for (p = data; (p = strstr(p, "quiet memmap=2G!5G")); p++)
+			n++;
+		assert_int_equal(n, 2); /* the staged kernel and the panic image */
+		assert_non_null(strstr(data, "\"panic\":true"));
+	}
 	km = u->kept_memory;
 	assert_non_null(km);
 	assert_false(json_object_get_boolean(json_object_object_get(km, "ready")));
