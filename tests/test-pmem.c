@@ -3,7 +3,9 @@
  * Kept-memory facts (daemon/pmem): a crafted root per case, laid out like the
  * lab host booted with memmap=2G!5G (q35, 6 GiB: RAM 0-2G and 4G-8G), a DAX
  * ext4 on /dev/pmem0 holding libvirt's memory_backing_dir; each case breaks
- * one part and expects its named reason.
+ * one part and expects its named reason. The firmware map and the region are
+ * the lab host's (lab-keep-ram console, 6.1.0-47: "BIOS-e820:" and "user:"
+ * lines, "user: [mem 0x140000000-0x1bfffffff] persistent (type 12)").
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,8 +27,8 @@
 
 static const char iomem_lab[] = "00000000-00000fff : Reserved\n"
                                 "00001000-0009fbff : System RAM\n"
-                                "00100000-7ffdefff : System RAM\n"
-                                "7ffdf000-7fffffff : Reserved\n"
+                                "00100000-7ffd5fff : System RAM\n"
+                                "7ffd6000-7fffffff : Reserved\n"
                                 "100000000-13fffffff : System RAM\n"
                                 "140000000-1bfffffff : Persistent Memory (legacy)\n"
                                 "  140000000-1bfffffff : namespace0.0\n"
@@ -74,9 +76,15 @@ static int setup(void **state) {
 		return -1;
 	put(f, "/proc/iomem", iomem_lab);
 	put_memmap(f, 0, "0x0", "0x9fbff", "System RAM");
-	put_memmap(f, 1, "0x100000", "0x7ffdefff", "System RAM");
-	put_memmap(f, 2, "0x7ffdf000", "0x7fffffff", "Reserved");
-	put_memmap(f, 3, "0x100000000", "0x1ffffffff", "System RAM");
+	put_memmap(f, 1, "0x9fc00", "0x9ffff", "Reserved");
+	put_memmap(f, 2, "0xf0000", "0xfffff", "Reserved");
+	put_memmap(f, 3, "0x100000", "0x7ffd5fff", "System RAM");
+	put_memmap(f, 4, "0x7ffd6000", "0x7fffffff", "Reserved");
+	put_memmap(f, 5, "0xb0000000", "0xbfffffff", "Reserved");
+	put_memmap(f, 6, "0xfed1c000", "0xfed1ffff", "Reserved");
+	put_memmap(f, 7, "0xfffc0000", "0xffffffff", "Reserved");
+	put_memmap(f, 8, "0x100000000", "0x1ffffffff", "System RAM");
+	put_memmap(f, 9, "0xfd00000000", "0xffffffffff", "Reserved");
 	put(f, "/sys/block/pmem0/dev", "259:0\n");
 	put(f, "/sys/block/pmem0/device/resource", "0x140000000\n");
 	put(f, "/sys/block/vda/dev", "254:0\n");
