@@ -18,28 +18,22 @@
 #include "fileio.h"
 #include "loader.h"
 #include "macros.h"
+#include "memrange.h"
 #include "path-util.h"
 #include "sha256.h"
 #include "string-util.h"
 
-#define PAGE_SIZE               4096ULL
-#define LOW_MEMORY_END          0x100000ULL  /* below 1 MiB: BIOS, real-mode, never used */
-#define LOW_RAM_CRASH_END       0xa0000ULL   /* the crash kernel gets the first 640 KiB */
-#define KERNEL_MIN_ADDR         0x1000000ULL /* search for the kernel from 16 MiB */
-#define FOUR_GIB                0x100000000ULL
-#define LOADER_INITRD_MAX_SIZE  (2ULL << 30)
-#define MEMMAP_MAX_RANGES       1024
-#define IOMEM_CRASH_KERNEL      "Crash kernel"
-#define E820_TYPE_SOFT_RESERVED 0xefffffff
+#define PAGE_SIZE              4096ULL
+#define LOW_MEMORY_END         0x100000ULL  /* below 1 MiB: BIOS, real-mode, never used */
+#define LOW_RAM_CRASH_END      0xa0000ULL   /* the crash kernel gets the first 640 KiB */
+#define KERNEL_MIN_ADDR        0x1000000ULL /* search for the kernel from 16 MiB */
+#define FOUR_GIB               0x100000000ULL
+#define LOADER_INITRD_MAX_SIZE (2ULL << 30)
+#define MEMMAP_MAX_RANGES      MEMRANGE_MAX_RANGES
+#define IOMEM_CRASH_KERNEL     "Crash kernel"
 
 extern const unsigned char purgatory_blob[];
 extern const size_t purgatory_blob_size;
-
-struct mem_range {
-	uint64_t start;
-	uint64_t end; /* inclusive, as /sys/firmware/memmap and /proc/iomem print it */
-	uint32_t type;
-};
 
 struct loader_image {
 	struct bzimage_info bz;
@@ -86,6 +80,8 @@ static const char *const error_table[_LOADER_ERR_MAX] = {
 	[LOADER_ERR_NO_ROOM_PURGATORY] = "no free RAM below 4 GiB for purgatory",
 	[LOADER_ERR_NO_CRASH_RESERVATION] = "no crashkernel= reservation for a panic image",
 	[LOADER_ERR_PANIC_NOT_VERIFIED] = "a panic image is always verified: fast mode refused",
+	[LOADER_ERR_PMEM_HIDDEN] = "persistent memory is present but /proc/iomem hides its "
+	                           "addresses (read without CAP_SYS_ADMIN)",
 };
 
 const char *loader_unusable_to_string(LoaderUnusable u) {
@@ -112,6 +108,8 @@ int loader_error_to_errno(LoaderError e) {
 		return -EINVAL;
 	case LOADER_ERR_NO_CRASH_RESERVATION:
 		return -ENOENT;
+	case LOADER_ERR_PMEM_HIDDEN:
+		return -EPERM;
 	default:
 		return -ENOSPC;
 	}
@@ -242,112 +240,9 @@ int loader_is_loaded(const char *root, bool panic) {
 
 /* --- the memory map -------------------------------------------------------- */
 
-static uint32_t memmap_type(const char *s) {
-	static const struct {
-		const char *name;
-		uint32_t type;
-	} table[] = {
-		{ "System RAM", E820_TYPE_RAM },
-		{ "Reserved", E820_TYPE_RESERVED },
-		{ "reserved", E820_TYPE_RESERVED },
-		{ "ACPI Tables", E820_TYPE_ACPI },
-		{ "ACPI Non-volatile Storage", E820_TYPE_NVS },
-		{ "Unusable memory", E820_TYPE_UNUSABLE },
-		{ "Persistent Memory", E820_TYPE_PMEM },
-		{ "Persistent Memory (legacy)", 12 },
-		{ "Soft Reserved", E820_TYPE_SOFT_RESERVED },
-	};
-
-	for (size_t i = 0; i < ELEMENTSOF(table); i++)
-		if (streq(s, table[i].name))
-			return table[i].type;
-	return E820_TYPE_RESERVED; /* unknown: never place anything there */
-}
-
 static int cmp_range(const void *a, const void *b) {
 	const struct mem_range *x = a, *y = b;
 	return (x->start > y->start) - (x->start < y->start);
-}
-
-static int parse_hex(const char *s, uint64_t *ret) {
-	char *end;
-	unsigned long long v;
-
-	if (!s || strncmp(s, "0x", 2) != 0 || !s[2])
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s + 2, &end, 16);
-	if (errno != 0 || *end)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
-/* /sys/firmware/memmap/N/{start,end,type}: the firmware's map as it was at boot;
- * or a copy of that tree in dir (the crash kernel's own map is only the
- * reservation: the full one was saved at stage). */
-static int read_memmap(const char *root, const char *dir_override, struct mem_range **ret,
-                       size_t *ret_n) {
-	_cleanup_free_ char *dir = NULL;
-	_cleanup_free_ struct mem_range *ranges = NULL;
-	size_t n = 0;
-	DIR *d;
-	struct dirent *de;
-	int r = 0;
-
-	if (dir_override)
-		dir = strdup(dir_override);
-	else {
-		r = path_prefix_root(root, "/sys/firmware/memmap", &dir);
-		if (r < 0)
-			return r;
-	}
-	if (!dir)
-		return -ENOMEM;
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	ranges = calloc(MEMMAP_MAX_RANGES, sizeof(*ranges));
-	if (!ranges) {
-		closedir(d);
-		return -ENOMEM;
-	}
-	while ((de = readdir(d))) {
-		_cleanup_free_ char *ps = NULL, *pe = NULL, *pt = NULL;
-		_cleanup_free_ char *s = NULL, *e = NULL, *t = NULL;
-
-		if (de->d_name[0] == '.')
-			continue;
-		if (n >= MEMMAP_MAX_RANGES) {
-			r = -E2BIG;
-			break;
-		}
-		if (asprintf(&ps, "%s/%s/start", dir, de->d_name) < 0 ||
-		    asprintf(&pe, "%s/%s/end", dir, de->d_name) < 0 ||
-		    asprintf(&pt, "%s/%s/type", dir, de->d_name) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		if ((r = read_one_line(NULL, ps, &s)) < 0 ||
-		    (r = read_one_line(NULL, pe, &e)) < 0 || (r = read_one_line(NULL, pt, &t)) < 0)
-			break;
-		if (parse_hex(s, &ranges[n].start) < 0 || parse_hex(e, &ranges[n].end) < 0 ||
-		    ranges[n].end < ranges[n].start) {
-			r = -EBADMSG;
-			break;
-		}
-		ranges[n].type = memmap_type(t);
-		n++;
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	if (n == 0)
-		return -EBADMSG;
-	qsort(ranges, n, sizeof(*ranges), cmp_range);
-	*ret = TAKE_PTR(ranges);
-	*ret_n = n;
-	return 0;
 }
 
 /* The crashkernel= reservation(s), from /proc/iomem ("  a-b : Crash kernel").
@@ -408,7 +303,7 @@ int loader_memory_map_digest(const char *root, uint8_t ret[static SHA256_DIGEST_
 	size_t nr_map = 0, nr_crash = 0;
 	int r;
 
-	r = read_memmap(root, NULL, &map, &nr_map);
+	r = memrange_read_memmap(root, NULL, &map, &nr_map);
 	if (r < 0)
 		return r;
 	(void)read_crash_ranges(root, crash, ELEMENTSOF(crash), &nr_crash);
@@ -501,6 +396,32 @@ static bool placer_find(const struct placer *pl, uint64_t size, uint64_t align, 
 }
 
 /* --- building -------------------------------------------------------------- */
+
+/* Replaces *map with a copy whose RAM has every persistent-memory range of the
+ * running kernel (/proc/iomem) carved out with that range's type: nothing is
+ * placed there, and the new kernel's e820 table does not hand it out as RAM. */
+static int keep_persistent_memory(const char *root, struct mem_range **map, size_t *n) {
+	struct mem_range keep[MEMRANGE_MAX_PMEM];
+	_cleanup_free_ struct mem_range *out = NULL;
+	size_t nk = 0, nout = 0;
+	int r;
+
+	r = memrange_read_iomem_pmem(root, keep, ELEMENTSOF(keep), &nk);
+	if (r < 0)
+		return r;
+	if (nk == 0)
+		return 0;
+	out = calloc(MEMMAP_MAX_RANGES, sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	r = memrange_keep_out(*map, *n, keep, nk, out, MEMMAP_MAX_RANGES, &nout);
+	if (r < 0)
+		return r;
+	free(*map);
+	*map = TAKE_PTR(out);
+	*n = nout;
+	return 0;
+}
 
 static int build_cmdline(const struct loader_options *o, const struct bzimage_info *bz, char **ret,
                          size_t *ret_field_offset, LoaderError *ret_error) {
@@ -647,27 +568,32 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 	cmdline_len = strlen(cmdline);
 
 	/* 3. Where RAM is: the firmware map, or the crash reservation. */
-	r = read_memmap(o->root, o->memmap_dir, &map, &nr_map);
+	r = memrange_read_memmap(o->root, o->memmap_dir, &map, &nr_map);
 	if (r < 0)
 		FAIL(LOADER_ERR_MEMMAP, r == -ENOENT ? -ENOENT : -EBADMSG);
+	/* The crash reservation: the panic image's RAM, and for a normal image
+	 * where not to go (a panic image lives there). For a normal image an
+	 * unreadable /proc/iomem only means we cannot tell. */
+	r = read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
+	if (o->panic && r < 0 && r != -ENOENT)
+		FAIL(LOADER_ERR_NO_CRASH_RESERVATION, r);
+	if (o->panic && nr_crash == 0)
+		FAIL(LOADER_ERR_NO_CRASH_RESERVATION, -ENOENT);
+	/* Same inputs as loader_memory_map_digest(): the map and the reservation. */
+	memmap_digest(map, nr_map, crash, nr_crash, img->memmap_digest);
+	/* Persistent memory is RAM in the firmware map (memmap=!): out of it. */
+	r = keep_persistent_memory(o->root, &map, &nr_map);
+	if (r == -EPERM)
+		FAIL(LOADER_ERR_PMEM_HIDDEN, r);
+	if (r < 0)
+		FAIL(LOADER_ERR_TOO_MANY_E820, r);
 	if (o->panic) {
-		r = read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
-		if (r < 0 && r != -ENOENT)
-			FAIL(LOADER_ERR_NO_CRASH_RESERVATION, r);
-		if (nr_crash == 0)
-			FAIL(LOADER_ERR_NO_CRASH_RESERVATION, -ENOENT);
 		memcpy(ram, crash, nr_crash * sizeof(crash[0]));
 		nr_ram = nr_crash;
-	} else {
+	} else
 		for (size_t i = 0; i < nr_map; i++)
 			if (map[i].type == E820_TYPE_RAM)
 				ram[nr_ram++] = map[i];
-		/* Keep out of the crash reservation: a panic image lives there. An
-		 * unreadable /proc/iomem only means we cannot tell. */
-		(void)read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
-	}
-	/* Same inputs as loader_memory_map_digest(): the map and the reservation. */
-	memmap_digest(map, nr_map, crash, nr_crash, img->memmap_digest);
 
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)

@@ -59,6 +59,7 @@ typedef enum LoaderError {
 	LOADER_ERR_NO_ROOM_PURGATORY,    /* no RAM hole below 4 GiB for purgatory */
 	LOADER_ERR_NO_CRASH_RESERVATION, /* panic image without a crashkernel= reservation */
 	LOADER_ERR_PANIC_NOT_VERIFIED,   /* a panic image must be verified */
+	LOADER_ERR_PMEM_HIDDEN,          /* persistent memory whose addresses /proc/iomem hides */
 	_LOADER_ERR_MAX,
 } LoaderError;
 
@@ -106,6 +107,8 @@ int loader_check_usable(const char *root, LoaderUnusable *ret_reason);
 /*
  * Stage: reads and validates the kernel (and initrd), reads the memory map,
  * places every segment in RAM (inside the crash reservation for a panic image),
+ * never in a persistent-memory range of <root>/proc/iomem (those are passed to
+ * the new kernel as persistent memory, not RAM: loader/memrange.h),
  * builds boot_params and the command line with the stamps placeholder, records
  * the SHA-256 of every segment into purgatory's parameters. No syscall.
  * Returns 0, or -errno with *ret_error naming the cause (ret_error may be NULL;

@@ -67,6 +67,7 @@ typedef enum SettingKind {
 	SETTING_COUNT,      /* unsigned, or "infinity" */
 	SETTING_SIZE_LIMIT, /* size, or "infinity" */
 	SETTING_PATH,
+	SETTING_BACKING_DIR, /* a directory, or empty: libvirt's qemu.conf says */
 	SETTING_MARGIN,
 	SETTING_SECONDS,
 	SETTING_PAUSE_SECONDS,
@@ -97,6 +98,7 @@ static const Setting settings[] = {
 	{ "VM", "ShutdownTimeoutSec", SETTING_SECONDS, false },
 	{ "VM", "PauseTimeoutSec", SETTING_PAUSE_SECONDS, false },
 	{ "VM", "SaveParallel", SETTING_PARALLEL, false },
+	{ "VM", "MemoryBackingDir", SETTING_BACKING_DIR, false },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
 	{ NULL, "Metadata", SETTING_METADATA, true },
 	{ NULL, "MemoryAbove", SETTING_SIZE_OR_NONE, false },
@@ -131,6 +133,7 @@ void policy_free(Policy *p) {
 		return;
 	strv_free(p->allowed_roots);
 	free(p->checkpoint_dir);
+	free(p->memory_backing_dir);
 	for (size_t i = 0; i < p->n_rules; i++)
 		rule_done(&p->rules[i]);
 	free(p->rules);
@@ -600,7 +603,10 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 			                     s->key, value);
 		p->max_vm_memory = v;
 		return 1;
-	case SETTING_PATH: {
+	case SETTING_PATH:
+	case SETTING_BACKING_DIR: {
+		char **target =
+		        s->kind == SETTING_PATH ? &p->checkpoint_dir : &p->memory_backing_dir;
 		char *d;
 
 		if (!path_is_normalized(value) || streq(value, "/"))
@@ -611,8 +617,8 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 			c->oom = true;
 			return 1;
 		}
-		free(p->checkpoint_dir);
-		p->checkpoint_dir = d;
+		free(*target);
+		*target = d;
 		return 1;
 	}
 	case SETTING_MARGIN: {
@@ -726,6 +732,10 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		p->checkpoint_dir = d;
 		break;
 	}
+	case SETTING_BACKING_DIR:
+		free(p->memory_backing_dir);
+		p->memory_backing_dir = NULL;
+		break;
 	case SETTING_MARGIN:
 		p->margin_is_percent = true;
 		p->free_space_margin = DEFAULT_MARGIN_PERCENT;

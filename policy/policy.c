@@ -738,7 +738,9 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	             json_object_new_uint64(p->shutdown_timeout_usec / 1000000)) < 0 ||
 	    json_add(vm, "pause_timeout_sec",
 	             json_object_new_uint64(p->pause_timeout_usec / 1000000)) < 0 ||
-	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0)
+	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0 ||
+	    (p->memory_backing_dir &&
+	     json_add(vm, "memory_backing_dir", json_object_new_string(p->memory_backing_dir)) < 0))
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_rules; i++) {
 		json_object *r = NULL;

@@ -128,6 +128,7 @@ typedef struct Policy {
 	uint64_t shutdown_timeout_usec;
 	uint64_t pause_timeout_usec; /* a VM's pause failing after it: commit rolled back */
 	unsigned save_parallel;
+	char *memory_backing_dir; /* NULL: libvirt's qemu.conf memory_backing_dir */
 
 	PolicyVmRule *rules;
 	size_t n_rules;

@@ -292,6 +292,63 @@ static void test_context_reuse_cmdline(void **state) {
 	context_free(c);
 }
 
+/* A persistent-memory region of the running kernel (memmap=!) that the
+ * operator's command line lacks is carried over and said so; the record holds
+ * the kept-memory facts with their named reasons. */
+static void test_context_carries_memmap(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_free_ char *proc = NULL;
+	World *w = *state;
+	Context *c;
+	StageRequest req = { .kernel = KERNEL, .cmdline = "root=/dev/vda1 quiet" };
+	Update *u = NULL;
+	json_object *reasons, *km;
+
+	assert_true(asprintf(&proc, "%s/proc", w->root) > 0);
+	assert_int_equal(mkdir(proc, 0755), 0);
+	assert_int_equal(test_write_file(w->root, "/proc/cmdline",
+	                                 "root=/dev/vda1 memmap=2G!5G memmap=1G$3G\n", 0644),
+	                 0);
+	assert_int_equal(test_write_file(w->root, "/proc/iomem",
+	                                 "140000000-1bfffffff : Persistent Memory (legacy)\n",
+	                                 0644),
+	                 0);
+	/* A crash reservation: the panic image gets the same line. */
+	assert_int_equal(
+	        test_write_file(w->root, "/sys/kernel/kexec_crash_size", "268435456\n", 0644), 0);
+	assert_int_equal(test_write_file(w->root, "/sys/firmware/memmap/0/start", "0x0\n", 0644),
+	                 0);
+	assert_int_equal(
+	        test_write_file(w->root, "/sys/firmware/memmap/0/end", "0x1ffffffff\n", 0644), 0);
+	assert_int_equal(
+	        test_write_file(w->root, "/sys/firmware/memmap/0/type", "System RAM\n", 0644), 0);
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_string_equal(u->cmdline, "root=/dev/vda1 quiet memmap=2G!5G");
+	assert_true(u->crash_image_loaded);
+	{
+		_cleanup_free_ char *path = NULL, *data = NULL;
+		const char *p;
+		unsigned n = 0;
+
+		assert_true(asprintf(&path, "%s/run/upgraded/kexec-record.json", w->root) > 0);
+		assert_int_equal(read_file_full(path, 1 << 20, &data, NULL), 0);
+		for (p = data; (p = strstr(p, "quiet memmap=2G!5G")); p++)
+			n++;
+		assert_int_equal(n, 2); /* the staged kernel and the panic image */
+		assert_non_null(strstr(data, "\"panic\":true"));
+	}
+	km = u->kept_memory;
+	assert_non_null(km);
+	assert_false(json_object_get_boolean(json_object_object_get(km, "ready")));
+	reasons = json_object_object_get(km, "reasons");
+	assert_non_null(strstr(json_object_to_json_string(reasons), "kept-memory-cmdline-carried"));
+	/* No /dev/pmem device in this root: named, and not "ready". */
+	assert_non_null(strstr(json_object_to_json_string(reasons), "kept-memory-no-device"));
+	assert_null(strstr(json_object_to_json_string(reasons), "\"kept-memory-cmdline\""));
+	context_free(c);
+}
+
 /* A backend that cannot work here (like kexec_file on a kernel without kexec). */
 static int probe_unusable(const char *root, char **ret_reason) {
 	*ret_reason = strdup("no kexec in this kernel");
@@ -575,6 +632,7 @@ int main(void) {
 		T(test_context_unknown_and_invalid_ids),
 		T(test_context_stage_bad_input_changes_nothing),
 		T(test_context_reuse_cmdline),
+		T(test_context_carries_memmap),
 		T(test_context_kexec_unavailable_is_named),
 		T(test_context_crash_at_every_step_of_a_good_update),
 		T(test_context_crash_at_every_step_of_a_failing_update),

@@ -21,6 +21,7 @@
 #include "bootparam.h"
 #include "fileio.h"
 #include "loader.h"
+#include "memrange.h"
 #include "macros.h"
 #include "path-util.h"
 #include "sha256.h"
@@ -354,6 +355,98 @@ static void test_loader_build_avoids_crash_reservation(void **state) {
 	loader_image_free(img);
 }
 
+/* The e820 entry of zp's table that starts at start: its size and type. */
+static bool e820_find(const uint8_t *zp, uint64_t start, uint64_t *ret_size, uint32_t *ret_type) {
+	for (unsigned i = 0; i < zp[BP_E820_ENTRIES]; i++) {
+		size_t off = BP_E820_TABLE + i * E820_ENTRY_SIZE;
+
+		if (get_u64(zp, off) == start) {
+			*ret_size = get_u64(zp, off + 8);
+			*ret_type = get_u32(zp, off + 16);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Persistent memory (memmap=! regions are RAM in the firmware map; only
+ * /proc/iomem names them) where the kernel and the initrd would go: nothing is
+ * placed there, and the new kernel's e820 marks them persistent, not RAM. */
+static void test_loader_build_keeps_persistent_memory(void **state) {
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+	const struct loader_segment *s;
+	const uint64_t ram[][2] = { { 0x100000, 0xbfffffff }, { 0x100000000, 0x63fffffff } };
+	const uint64_t pmem[][2] = { { 0x1000000, 0x1ffffff },
+		                     { 0x70000000, 0x7fffffff },
+		                     { 0x200000000, 0x2ffffffff } };
+	const uint8_t *zp;
+	uint64_t size;
+	uint32_t type;
+	LoaderError e;
+
+	write_root_file(f->root, "/proc/iomem",
+	                "00100000-bfffffff : System RAM\n"
+	                "01000000-01ffffff : Persistent Memory (legacy)\n"
+	                "  01000000-01ffffff : namespace0.0\n"
+	                "70000000-7fffffff : Persistent Memory (legacy)\n"
+	                "200000000-2ffffffff : Persistent Memory\n");
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
+	loader_image_segments(img, &s);
+	assert_segments_sane(img, ram, ELEMENTSOF(ram));
+	for (size_t i = 0; i < _LOADER_SEG_MAX; i++)
+		for (size_t k = 0; k < ELEMENTSOF(pmem) && s[i].memsz; k++)
+			if (s[i].mem <= pmem[k][1] && pmem[k][0] < s[i].mem + s[i].memsz)
+				fail_msg("segment %zu at 0x%" PRIx64 " lies in persistent memory",
+				         i, s[i].mem);
+	assert_true(s[LOADER_SEG_KERNEL].mem >= 0x2000000);
+	assert_true(s[LOADER_SEG_INITRD].mem + s[LOADER_SEG_INITRD].memsz <= 0x70000000);
+
+	zp = s[LOADER_SEG_PARAMS].buf;
+	assert_true(e820_find(zp, 0x1000000, &size, &type));
+	assert_int_equal(size, 0x1000000);
+	assert_int_equal(type, E820_TYPE_PRAM);
+	assert_true(e820_find(zp, 0x70000000, &size, &type));
+	assert_int_equal(type, E820_TYPE_PRAM);
+	assert_true(e820_find(zp, 0x200000000, &size, &type));
+	assert_int_equal(size, 0x100000000);
+	assert_int_equal(type, E820_TYPE_PMEM);
+	/* The RAM around them is still RAM, split where they cut it. */
+	assert_true(e820_find(zp, 0x2000000, &size, &type));
+	assert_int_equal(size, 0x70000000 - 0x2000000);
+	assert_int_equal(type, E820_TYPE_RAM);
+	assert_true(e820_find(zp, 0x300000000, &size, &type));
+	assert_int_equal(size, 0x640000000 - 0x300000000);
+	assert_int_equal(type, E820_TYPE_RAM);
+	loader_image_free(img);
+	img = NULL;
+
+	/* The crash kernel gets the regions too (as persistent memory), so its
+	 * own kexec into the staged kernel keeps out of them as well. */
+	write_root_file(f->root, "/proc/iomem",
+	                "00100000-bfffffff : System RAM\n"
+	                "  30000000-3fffffff : Crash kernel\n"
+	                "70000000-7fffffff : Persistent Memory (legacy)\n");
+	o.panic = true;
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
+	loader_image_segments(img, &s);
+	zp = s[LOADER_SEG_PARAMS].buf;
+	assert_true(e820_find(zp, 0x70000000, &size, &type));
+	assert_int_equal(type, E820_TYPE_PRAM);
+	loader_image_free(img);
+	img = NULL;
+	o.panic = false;
+
+	/* Present but hidden (read without CAP_SYS_ADMIN): refused, not ignored. */
+	write_root_file(f->root, "/proc/iomem",
+	                "00000000-00000000 : System RAM\n"
+	                "00000000-00000000 : Persistent Memory (legacy)\n");
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EPERM);
+	assert_int_equal(e, LOADER_ERR_PMEM_HIDDEN);
+	assert_null(img);
+}
+
 /* On a crash kernel /sys/firmware/memmap is the reservation only; with the full
  * map saved at stage (memmap_dir) the image is placed in and hands over the
  * whole machine. */
@@ -677,6 +770,8 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_loader_build_avoids_crash_reservation, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_saved_memmap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loader_build_keeps_persistent_memory, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_no_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_cmdline_refusals, setup,
 		                                teardown),

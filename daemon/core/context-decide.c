@@ -132,7 +132,7 @@ int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_erro
 	_cleanup_(json_object_putp) json_object *o = NULL, *decisions = NULL;
 	_cleanup_free_ char *why = NULL, *refusal = NULL;
 	HandoffMode mode;
-	json_object *h;
+	json_object *h, *km = NULL;
 	Update *u;
 	char *s;
 	int allowed;
@@ -152,6 +152,8 @@ int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_erro
 	json_object_object_add(h, "mode", json_object_new_string(handoff_mode_to_string(mode)));
 	json_object_object_add(h, "reason", json_object_new_string(why));
 	json_object_object_add(o, "decisions", TAKE_PTR(decisions));
+	if (context_kept_memory(c, u, NULL, &km) >= 0)
+		json_object_object_add(o, "kept_memory", km);
 
 	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	                                                     JSON_C_TO_STRING_NOSLASHESCAPE));

@@ -110,3 +110,16 @@ int context_recover_panic(Context *c, Update *u);
 int context_decide_commit(Context *c, const char *id, Update **ret_update, HandoffMode *ret_mode,
                           char **ret_why, json_object **ret_decisions, char **ret_refusal,
                           sd_bus_error *error);
+
+/* Kept memory (context-kept.c, daemon/pmem): the facts for u's command line as
+ * JSON with the policy's named reasons; added: memmap= words stage carried. */
+int context_kept_memory(Context *c, const Update *u, const char *added, json_object **ret);
+/* Gathers them again into u->kept_memory (commit); on failure the old ones stay. */
+void context_kept_memory_refresh(Context *c, Update *u);
+/* A persistent-memory region of the running kernel stays one on the next: the
+ * memmap= words of running (/proc/cmdline) that *cmdline lacks are appended,
+ * because without them the new kernel uses the region as RAM and what lives
+ * there (VM RAM, the filesystem holding it) is lost (docs/vms.md). *ret_added:
+ * the words, NULL when none. */
+int context_carry_memmap(const char *running, char **cmdline, char **ret_added,
+                         sd_bus_error *error);

@@ -127,13 +127,14 @@ KexecImage context_staged_image(const Update *u, const ImageFile *k, const Image
 		             .mode = HANDOFF_MODE_VERIFIED };
 }
 
-/* Step 1 of stage: validates the request and opens the files, touching nothing. */
-static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdline, ImageFile *k,
-                          ImageFile *i, sd_bus_error *error) {
+/* Step 1 of stage: validates the request and opens the files, touching nothing.
+ * *ret_carried: the memmap= words carried over from the running command line. */
+static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdline,
+                          char **ret_carried, ImageFile *k, ImageFile *i, sd_bus_error *error) {
 	ImageRules rules = { .root = c->root,
 		             .allowed = c->allowed_roots,
 		             .owner = c->image_owner };
-	_cleanup_free_ char *cmdline = NULL;
+	_cleanup_free_ char *cmdline = NULL, *running = NULL;
 	int r;
 
 	if (c->active)
@@ -156,6 +157,11 @@ static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdlin
 			return -ENOMEM;
 	}
 	r = cmdline_validate(cmdline, error);
+	if (r < 0)
+		return r;
+	if (read_proc_cmdline(c, &running) < 0)
+		running = NULL;
+	r = context_carry_memmap(running, &cmdline, ret_carried, error);
 	if (r < 0)
 		return r;
 	r = image_open(&rules, req->kernel, IMAGE_KERNEL, k, error);
@@ -188,7 +194,7 @@ static UpdateFile update_file_from_image(ImageFile *f) {
 /* Step 2 of stage: the new update's record, from the validated files (their paths and
  * the kernel's version move into it). */
 static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, ImageFile *i,
-                            char **cmdline, Update **ret) {
+                            char **cmdline, const char *carried, Update **ret) {
 	_cleanup_(update_freep) Update *u = NULL;
 	_cleanup_free_ char *id = NULL;
 	int r;
@@ -218,6 +224,9 @@ static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, I
 	    c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0 &&
 	    update_set_string(&u->crash_image_before, crash_image_owner(c)) < 0)
 		return -ENOMEM;
+	r = context_kept_memory(c, u, carried, &u->kept_memory);
+	if (r < 0)
+		return r;
 	r = update_add_stamp(u, "staged", false, c->boot_id);
 	if (r < 0)
 		return r;
@@ -248,18 +257,18 @@ static int stage_load_failed(Context *c, Update *u, int r, sd_bus_error *error) 
 int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error) {
 	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
 	_cleanup_(update_freep) Update *u = NULL;
-	_cleanup_free_ char *cmdline = NULL;
+	_cleanup_free_ char *cmdline = NULL, *carried = NULL;
 	KexecImage img;
 	Update *staged;
 	int r;
 
 	/* 1. Validate everything before touching anything. */
-	r = stage_validate(c, req, &cmdline, &k, &i, error);
+	r = stage_validate(c, req, &cmdline, &carried, &k, &i, error);
 	if (r < 0)
 		return r;
 
 	/* 2. The record. */
-	r = stage_new_update(c, req, &k, &i, &cmdline, &u);
+	r = stage_new_update(c, req, &k, &i, &cmdline, carried, &u);
 	if (r < 0)
 		return r;
 

@@ -105,6 +105,7 @@ Update *update_free(Update *u) {
 	free(u->error);
 	strv_free(u->hooks_done);
 	json_object_put(u->decisions);
+	json_object_put(u->kept_memory);
 	json_object_put(u->vms);
 	for (size_t i = 0; i < u->n_stamps; i++)
 		free(u->stamps[i].name);
@@ -241,6 +242,8 @@ int update_to_json(const Update *u, json_object **ret) {
 	json_object_object_add(o, "hooks_done", a);
 	if (u->decisions)
 		json_object_object_add(o, "decisions", json_object_get(u->decisions));
+	if (u->kept_memory)
+		json_object_object_add(o, "kept_memory", json_object_get(u->kept_memory));
 	if (u->vms)
 		json_object_object_add(o, "vms", json_object_get(u->vms));
 	if (u->measure)
@@ -400,6 +403,11 @@ int update_from_json(json_object *o, Update **ret) {
 		if (!json_object_is_type(a, json_type_object))
 			return -EBADMSG;
 		u->decisions = json_object_get(a);
+	}
+	if (json_object_object_get_ex(o, "kept_memory", &a) && a) {
+		if (!json_object_is_type(a, json_type_object))
+			return -EBADMSG;
+		u->kept_memory = json_object_get(a);
 	}
 	if (json_object_object_get_ex(o, "vms", &a) && a) {
 		if (!json_object_is_type(a, json_type_array))

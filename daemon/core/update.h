@@ -92,8 +92,9 @@ typedef struct Update {
 	char **hooks_done;   /* "<kind>:<name>" of finished hook steps */
 	/* Owned by the VM steps (daemon/vm/vm-steps.c), carried opaquely here so that the next
 	 * kernel's daemon and the report have them. NULL: none yet. */
-	json_object *decisions; /* the policy's decisions at commit (docs/policy.md) */
-	json_object *vms;       /* per-VM results, vm_results_to_json() */
+	json_object *decisions;   /* the policy's decisions at commit (docs/policy.md) */
+	json_object *kept_memory; /* daemon/pmem facts at stage, again at commit; NULL: none */
+	json_object *vms;         /* per-VM results, vm_results_to_json() */
 
 	UpdateStamp *stamps;
 	size_t n_stamps;
