@@ -15,6 +15,10 @@
 /* The blob starts with a jump over the parameters (entry at offset 0). */
 #define PURGATORY_PARAMS_OFFSET 0x40
 
+/* Purgatory's own stack (in the blob): the AVX2 multi-buffer path keeps the
+ * schedules of 16 lanes on it (about 14 KiB deep at most, -fstack-usage). */
+#define PURGATORY_STACK_SIZE 32768
+
 /* entry.S reads the entry registers at these offsets (asserted below). */
 #define PURGATORY_PARAMS_ENTRY_RIP 16
 #define PURGATORY_PARAMS_ENTRY_RSI 24

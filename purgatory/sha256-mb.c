@@ -20,7 +20,7 @@ enum {
 };
 
 /*
- * AVX2, 8 lanes: element i of every ymm register belongs to lane i, so one
+ * AVX2, groups of 8 lanes: element i of every ymm register belongs to lane i, so one
  * instruction does one step of eight independent hashes, and the rounds are
  * the plain FIPS 180-4 formulas on vectors. The state and the message words
  * are transposed on the way in (eight 8x8 transposes per block of 8 lanes) and
@@ -42,7 +42,7 @@ enum {
 
 /* Round t; bc carries the previous round's a ^ b, which is this round's b ^ c
  * (Maj(a,b,c) = b ^ ((a ^ b) & (b ^ c))). */
-#define X8_ROUND(a, b, c, d, e, f, g, h, t)                                                      \
+#define X8_ROUND(wk, bc, a, b, c, d, e, f, g, h, t)                                              \
 	do {                                                                                     \
 		__m256i t1 =                                                                     \
 		        X8_ADD(X8_ADD((h), X8_BSIG1(e)), X8_ADD(X8_CH((e), (f), (g)), wk[(t)])); \
@@ -58,16 +58,24 @@ enum {
 	(w[(t)] = X8_ADD(X8_ADD(w[(t)-16], X8_SSIG0(w[(t)-15])), \
 	                 X8_ADD(w[(t)-7], X8_SSIG1(w[(t)-2]))))
 
-#define X8_ROUNDS8(t)                                      \
-	do {                                               \
-		X8_ROUND(a, b, c, d, e, f, g, h, (t) + 0); \
-		X8_ROUND(h, a, b, c, d, e, f, g, (t) + 1); \
-		X8_ROUND(g, h, a, b, c, d, e, f, (t) + 2); \
-		X8_ROUND(f, g, h, a, b, c, d, e, (t) + 3); \
-		X8_ROUND(e, f, g, h, a, b, c, d, (t) + 4); \
-		X8_ROUND(d, e, f, g, h, a, b, c, (t) + 5); \
-		X8_ROUND(c, d, e, f, g, h, a, b, (t) + 6); \
-		X8_ROUND(b, c, d, e, f, g, h, a, (t) + 7); \
+/* Round t of both groups of 8 lanes: two independent chains for the
+ * out-of-order core to overlap. */
+#define X8_ROUND2(t, a, b, c, d, e, f, g, h)                                             \
+	do {                                                                             \
+		X8_ROUND(wk0, bc0, a##0, b##0, c##0, d##0, e##0, f##0, g##0, h##0, (t)); \
+		X8_ROUND(wk1, bc1, a##1, b##1, c##1, d##1, e##1, f##1, g##1, h##1, (t)); \
+	} while (0)
+
+#define X8_ROUNDS8(t)                                       \
+	do {                                                \
+		X8_ROUND2((t) + 0, a, b, c, d, e, f, g, h); \
+		X8_ROUND2((t) + 1, h, a, b, c, d, e, f, g); \
+		X8_ROUND2((t) + 2, g, h, a, b, c, d, e, f); \
+		X8_ROUND2((t) + 3, f, g, h, a, b, c, d, e); \
+		X8_ROUND2((t) + 4, e, f, g, h, a, b, c, d); \
+		X8_ROUND2((t) + 5, d, e, f, g, h, a, b, c); \
+		X8_ROUND2((t) + 6, c, d, e, f, g, h, a, b); \
+		X8_ROUND2((t) + 7, b, c, d, e, f, g, h, a); \
 	} while (0)
 
 /* r[i] holds 8 words of lane i; afterwards r[j] holds word j of every lane. */
@@ -91,57 +99,82 @@ X8_TARGET static inline void x8_transpose(__m256i r[8]) {
 	r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
-/* nblocks blocks of each of the 8 lanes (lane i reads from p[i]). */
-X8_TARGET static void sha256_blocks_avx2_x8(struct sha256_mb_lane *lane, const uint8_t *p[8],
-                                            uint64_t nblocks) {
+/* The message schedule of one block of 8 lanes (lane i at p[i] + off):
+ * W[t] + K[t] for all 64 rounds, W computed in place first (no second array
+ * on purgatory's stack). */
+X8_TARGET static inline void x8_schedule(const uint8_t *const p[8], uint64_t off, __m256i w[64]) {
 	const __m256i bswap = _mm256_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3,
 	                                      12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
-	__m256i s[8], w[64], wk[64];
 
-	for (unsigned i = 0; i < 8; i++)
-		s[i] = _mm256_loadu_si256((const __m256i *)lane[i].state);
-	x8_transpose(s);
+	for (unsigned half = 0; half < 2; half++) {
+		for (unsigned i = 0; i < 8; i++)
+			w[8 * half + i] = _mm256_shuffle_epi8(
+			        _mm256_loadu_si256((const __m256i *)(p[i] + off + 32 * half)),
+			        bswap);
+		x8_transpose(&w[8 * half]);
+	}
+	for (unsigned t = 16; t < 64; t++)
+		X8_SCHEDULE(t);
+	for (unsigned t = 0; t < 64; t++)
+		w[t] = X8_ADD(w[t], _mm256_set1_epi32((int)sha256_k[t]));
+}
+
+/*
+ * nblocks blocks of each of 16 lanes (lane i reads from p[i]), as two groups
+ * of 8 whose rounds are interleaved: one group's round t depends on its round
+ * t - 1, so a second, independent group fills the cycles that chain leaves.
+ * The schedule of a block is computed before its rounds: apart, each fits the
+ * 16 ymm registers better.
+ */
+X8_TARGET static void sha256_blocks_avx2_x16(struct sha256_mb_lane *lane, const uint8_t *p[16],
+                                             uint64_t nblocks) {
+	__m256i s0[8], s1[8], wk0[64], wk1[64];
+
+	for (unsigned i = 0; i < 8; i++) {
+		s0[i] = _mm256_loadu_si256((const __m256i *)lane[i].state);
+		s1[i] = _mm256_loadu_si256((const __m256i *)lane[8 + i].state);
+	}
+	x8_transpose(s0);
+	x8_transpose(s1);
 
 	for (uint64_t n = 0; n < nblocks; n++) {
-		uint64_t off = n * SHA256_BLOCK_SIZE;
+		x8_schedule(p, n * SHA256_BLOCK_SIZE, wk0);
+		x8_schedule(p + 8, n * SHA256_BLOCK_SIZE, wk1);
 
-		/* 1. The schedule of all 64 rounds, W[t] + K[t], before the rounds:
-		 * apart, each pass fits the 16 ymm registers (no spills of a..h). */
-		for (unsigned half = 0; half < 2; half++) {
-			for (unsigned i = 0; i < 8; i++)
-				w[8 * half + i] = _mm256_shuffle_epi8(
-				        _mm256_loadu_si256(
-				                (const __m256i *)(p[i] + off + 32 * half)),
-				        bswap);
-			x8_transpose(&w[8 * half]);
-		}
-		for (unsigned t = 16; t < 64; t++)
-			X8_SCHEDULE(t);
-		for (unsigned t = 0; t < 64; t++)
-			wk[t] = X8_ADD(w[t], _mm256_set1_epi32((int)sha256_k[t]));
-
-		/* 2. The rounds. */
-		__m256i a = s[0], b = s[1], c = s[2], d = s[3];
-		__m256i e = s[4], f = s[5], g = s[6], h = s[7];
-		__m256i bc = X8_XOR(b, c);
+		__m256i a0 = s0[0], b0 = s0[1], c0 = s0[2], d0 = s0[3];
+		__m256i e0 = s0[4], f0 = s0[5], g0 = s0[6], h0 = s0[7];
+		__m256i a1 = s1[0], b1 = s1[1], c1 = s1[2], d1 = s1[3];
+		__m256i e1 = s1[4], f1 = s1[5], g1 = s1[6], h1 = s1[7];
+		__m256i bc0 = X8_XOR(b0, c0), bc1 = X8_XOR(b1, c1);
 
 		for (unsigned t = 0; t < 64; t += 8)
 			X8_ROUNDS8(t);
 
-		s[0] = X8_ADD(s[0], a);
-		s[1] = X8_ADD(s[1], b);
-		s[2] = X8_ADD(s[2], c);
-		s[3] = X8_ADD(s[3], d);
-		s[4] = X8_ADD(s[4], e);
-		s[5] = X8_ADD(s[5], f);
-		s[6] = X8_ADD(s[6], g);
-		s[7] = X8_ADD(s[7], h);
+		s0[0] = X8_ADD(s0[0], a0);
+		s0[1] = X8_ADD(s0[1], b0);
+		s0[2] = X8_ADD(s0[2], c0);
+		s0[3] = X8_ADD(s0[3], d0);
+		s0[4] = X8_ADD(s0[4], e0);
+		s0[5] = X8_ADD(s0[5], f0);
+		s0[6] = X8_ADD(s0[6], g0);
+		s0[7] = X8_ADD(s0[7], h0);
+		s1[0] = X8_ADD(s1[0], a1);
+		s1[1] = X8_ADD(s1[1], b1);
+		s1[2] = X8_ADD(s1[2], c1);
+		s1[3] = X8_ADD(s1[3], d1);
+		s1[4] = X8_ADD(s1[4], e1);
+		s1[5] = X8_ADD(s1[5], f1);
+		s1[6] = X8_ADD(s1[6], g1);
+		s1[7] = X8_ADD(s1[7], h1);
 	}
 
 	/* The transpose is its own inverse. */
-	x8_transpose(s);
-	for (unsigned i = 0; i < 8; i++)
-		_mm256_storeu_si256((__m256i *)lane[i].state, s[i]);
+	x8_transpose(s0);
+	x8_transpose(s1);
+	for (unsigned i = 0; i < 8; i++) {
+		_mm256_storeu_si256((__m256i *)lane[i].state, s0[i]);
+		_mm256_storeu_si256((__m256i *)lane[8 + i].state, s1[i]);
+	}
 	_mm256_zeroupper();
 }
 
@@ -150,7 +183,7 @@ unsigned sha256_mb_lanes(Sha256Impl impl) {
 	case SHA256_IMPL_SHANI:
 		return 2;
 	case SHA256_IMPL_AVX2:
-		return 8;
+		return 16;
 	default:
 		return 1;
 	}
@@ -228,16 +261,16 @@ static void run_lanes(struct sha256_mb *mb, uint64_t n) {
 
 	switch (mb->impl) {
 	case SHA256_IMPL_AVX2: {
-		const uint8_t *p[8];
+		const uint8_t *p[16];
 		const uint8_t *any = NULL;
 
-		for (unsigned i = 0; i < 8; i++)
+		for (unsigned i = 0; i < 16; i++)
 			if (lane_active(&l[i]))
 				any = l[i].p;
 		/* Idle lanes hash an active lane's blocks; their state is discarded. */
-		for (unsigned i = 0; i < 8; i++)
+		for (unsigned i = 0; i < 16; i++)
 			p[i] = lane_active(&l[i]) ? l[i].p : any;
-		sha256_blocks_avx2_x8(l, p, n);
+		sha256_blocks_avx2_x16(l, p, n);
 		break;
 	}
 	case SHA256_IMPL_SHANI:

@@ -6,8 +6,9 @@
  * A single SHA-256 stream is a chain of dependent rounds; independent streams
  * fill the cycles it leaves idle:
  *   SHA256_IMPL_SHANI    2 lanes, two sha256rnds2 chains interleaved
- *   SHA256_IMPL_AVX2     8 lanes, one 32-bit word of each lane per ymm element
- *                        (state and message schedule transposed)
+ *   SHA256_IMPL_AVX2     16 lanes: two groups of 8, one 32-bit word of each
+ *                        lane per ymm element (state and message schedule
+ *                        transposed), the two groups' rounds interleaved
  *   SHA256_IMPL_GENERIC  1 lane, the portable block function
  * Each message may be cut into fixed-size chunks; every chunk gets its own,
  * ordinary SHA-256 digest (the one `sha256sum` gives for those bytes). The
@@ -15,12 +16,12 @@
  * one, from the same message or the next, until all are done.
  *
  * Freestanding like sha256.c (purgatory runs it): no libc, no pointers in
- * static data; the manager lives in the caller's memory (about 1.5 KiB).
+ * static data; the manager lives in the caller's memory (about 3.7 KiB).
  */
 
 #include "sha256.h"
 
-#define SHA256_MB_MAX_LANES 8
+#define SHA256_MB_MAX_LANES 16
 
 struct sha256_mb_msg {
 	const void *data;
