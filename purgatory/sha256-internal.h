@@ -9,9 +9,11 @@
 
 #include "sha256.h"
 
-/* FIPS 180-4 section 4.2.2 (round constants) and 5.3.3 (initial hash value). */
-extern const uint32_t sha256_k[64];
-extern const uint32_t sha256_h0[8];
+/* FIPS 180-4 section 4.2.2 (round constants) and 5.3.3 (initial hash value).
+ * Hidden: referenced RIP-relative, never through a GOT entry holding an
+ * absolute address, which purgatory (run without relocation) cannot use. */
+extern const uint32_t sha256_k[64] __attribute__((visibility("hidden")));
+extern const uint32_t sha256_h0[8] __attribute__((visibility("hidden")));
 
 /* nblocks 64-byte blocks of one stream into state, with impl (supported). */
 void sha256_blocks_impl(Sha256Impl impl, uint32_t state[8], const uint8_t *data, size_t nblocks);
