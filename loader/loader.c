@@ -477,22 +477,6 @@ static int fill_e820(uint8_t *zp, const struct mem_range *map, size_t n,
 	return 0;
 }
 
-static void digest_segment(const struct loader_segment *s, struct purgatory_digest *d) {
-	static const uint8_t zeros[4096];
-	struct sha256_ctx ctx;
-
-	sha256_init(&ctx);
-	sha256_update(&ctx, s->buf, s->bufsz);
-	for (uint64_t left = s->memsz - s->bufsz; left > 0;) {
-		size_t k = MIN(left, (uint64_t)sizeof(zeros));
-		sha256_update(&ctx, zeros, k);
-		left -= k;
-	}
-	sha256_final(&ctx, d->sha256);
-	d->addr = s->mem;
-	d->size = s->memsz;
-}
-
 struct loader_image *loader_image_free(struct loader_image *img) {
 	if (!img)
 		return NULL;
@@ -712,13 +696,11 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 		.console_port = o->console_port,
 	};
 
-	/* 8. Digests of every segment but purgatory (which carries them), zero
-	 * padding to memsz included: what purgatory will hash. */
-	for (size_t i = 0; i < LOADER_SEG_PURGATORY; i++) {
-		if (img->segments[i].memsz == 0)
-			continue;
-		digest_segment(&img->segments[i], &pp->digests[pp->nr_digests++]);
-	}
+	/* 8. Digests of every segment but purgatory (which carries them): the
+	 * file part in chunks; purgatory checks the rest to memsz for zeros. */
+	r = loader_params_set_digests(pp, img->segments, LOADER_SEG_PURGATORY);
+	if (r < 0)
+		return r;
 
 	img->nr_segments = _LOADER_SEG_MAX;
 	if (ret_error)
@@ -770,7 +752,7 @@ void loader_image_corrupt_digest_for_test(struct loader_image *img) {
 	struct purgatory_params *pp =
 	        (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
 
-	pp->digests[0].sha256[0] ^= 0x01;
+	pp->chunk_sha256[pp->segments[LOADER_SEG_KERNEL].first_chunk][0] ^= 0x01;
 }
 
 /* --- the syscall ----------------------------------------------------------- */

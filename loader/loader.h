@@ -152,8 +152,20 @@ bool loader_image_is_panic(const struct loader_image *img);
 int loader_memory_map_digest(const char *root, uint8_t ret[static SHA256_DIGEST_SIZE]);
 const uint8_t *loader_image_memory_map_digest(const struct loader_image *img);
 
+/*
+ * Records in p what purgatory checks for segs (those with memsz 0 are left
+ * out): each segment's address, file and memory size, the chunk size, and the
+ * SHA-256 of every chunk of the file part. -E2BIG with more segments than
+ * purgatory takes, -EINVAL when a segment's bufsz exceeds its memsz.
+ */
+int loader_params_set_digests(struct purgatory_params *p, const struct loader_segment *segs,
+                              size_t n);
+/* What purgatory covers in verified mode: every listed segment's memsz (the
+ * file part hashed, the rest checked for zeros). */
+uint64_t loader_params_verified_bytes(const struct purgatory_params *p);
+
 /* Tests only (the lab's corruption test): flips one bit of the kernel
- * segment's recorded digest, so a verified handoff must refuse and reset. */
+ * segment's first chunk digest, so a verified handoff must refuse and reset. */
 void loader_image_corrupt_digest_for_test(struct loader_image *img);
 
 /* Whether a normal (or crash) image is loaded, from /sys/kernel/kexec_*loaded. */

@@ -19,7 +19,7 @@
 struct purgatory_params purgatory_params __attribute__((section(".params"), used));
 
 /* Purgatory's stack; in .data (-fno-zero-initialized-in-bss) so the blob has it. */
-unsigned char purgatory_stack[16384] __attribute__((aligned(16), used));
+unsigned char purgatory_stack[PURGATORY_STACK_SIZE] __attribute__((aligned(16), used));
 
 uint64_t purgatory_arch_rdtsc(void) {
 	uint32_t lo, hi;

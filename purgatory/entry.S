@@ -32,7 +32,7 @@ purgatory_start:
 purgatory_entry:
 	cli
 	cld
-	leaq	purgatory_stack+16384(%rip), %rsp
+	leaq	purgatory_stack+PURGATORY_STACK_SIZE(%rip), %rsp
 
 	/* Our GDT: its base is a linear address, known only at run time. */
 	leaq	gdt(%rip), %rax

@@ -15,6 +15,10 @@
 /* The blob starts with a jump over the parameters (entry at offset 0). */
 #define PURGATORY_PARAMS_OFFSET 0x40
 
+/* Purgatory's own stack (in the blob): the AVX2 multi-buffer path keeps the
+ * schedules of 16 lanes on it (about 14 KiB deep at most, -fstack-usage). */
+#define PURGATORY_STACK_SIZE 32768
+
 /* entry.S reads the entry registers at these offsets (asserted below). */
 #define PURGATORY_PARAMS_ENTRY_RIP 16
 #define PURGATORY_PARAMS_ENTRY_RSI 24
@@ -24,10 +28,14 @@
 #include <stdint.h>
 
 #define PURGATORY_ABI_MAGIC   UINT64_C(0x3147525055504755) /* "UGPUPRG1" little-endian */
-#define PURGATORY_ABI_VERSION 1
+#define PURGATORY_ABI_VERSION 2
 
-/* kernel, initrd, boot_params, cmdline, and room to spare. */
-#define PURGATORY_MAX_DIGESTS 16
+/* kernel, initrd, boot_params + cmdline, and room to spare. */
+#define PURGATORY_MAX_SEGMENTS   16
+/* Chunk digests over all segments; the loader picks the chunk size so that
+ * the payload fits (a power of two from PURGATORY_CHUNK_SIZE_MIN up). */
+#define PURGATORY_MAX_CHUNKS     512
+#define PURGATORY_CHUNK_SIZE_MIN (UINT64_C(256) << 10)
 
 /* Verified: hash every listed segment before jumping. Fast: do not. */
 #define PURGATORY_MODE_FAST     0
@@ -48,7 +56,8 @@
  *   EEEEEEEEEEEEEEEE,VVVVVVVVVVVVVVVV,JJJJJJJJJJJJJJJJ,M,I
  * TSC at entry, after verification, just before the jump (16 hex digits each),
  * the mode ('v' verified, 'f' fast, 'p' panic) and the SHA-256 implementation
- * ('s' SHA-NI, 'a' AVX2, 'g' generic, '-' none in fast mode).
+ * ('s' SHA-NI 2 lanes, 'a' AVX2 8 lanes, 'g' generic 1 lane, '-' none in fast
+ * mode).
  */
 #define PURGATORY_STAMPS_KEY           "upgraded.stamps="
 #define PURGATORY_STAMPS_FIELD_LEN     54
@@ -68,10 +77,19 @@
 #define PURGATORY_STAMPS_IMPL_GENERIC  'g'
 #define PURGATORY_STAMPS_IMPL_NONE     '-' /* fast mode: nothing hashed */
 
-struct purgatory_digest {
-	uint64_t addr; /* physical address of the segment */
-	uint64_t size; /* bytes hashed: the segment's memsz, zero padding included */
-	uint8_t sha256[32];
+/*
+ * One segment as purgatory checks it: [addr, addr + filesz) is what was loaded
+ * from the file, cut into chunks of chunk_size bytes (the last one shorter),
+ * each with its own SHA-256 in chunk_sha256[first_chunk ...]; [addr + filesz,
+ * addr + memsz) is the zero-filled rest (the kernel's init_size beyond the
+ * file, page rounding), which purgatory checks for zeros instead of hashing.
+ */
+struct purgatory_segment {
+	uint64_t addr;   /* physical address */
+	uint64_t filesz; /* bytes hashed, in chunks */
+	uint64_t memsz;  /* >= filesz; the rest must be zero */
+	uint32_t first_chunk;
+	uint32_t nr_chunks; /* ceil(filesz / chunk_size), 1 when filesz is 0 */
 };
 
 struct purgatory_stamps {
@@ -98,7 +116,7 @@ struct purgatory_params {
 	uint32_t stamps_len; /* PURGATORY_STAMPS_FIELD_LEN */
 
 	uint16_t console_port; /* 0: no serial console */
-	uint16_t nr_digests;
+	uint16_t nr_segments;
 
 	/* Written by purgatory as it runs (also readable from a crash dump). */
 	struct purgatory_stamps stamps;
@@ -107,10 +125,15 @@ struct purgatory_params {
 	 * Sha256Impl + 1, used when the CPU supports it (tests, diagnostics). */
 	uint32_t sha256_impl_request;
 
-	struct purgatory_digest digests[PURGATORY_MAX_DIGESTS];
+	uint64_t chunk_size;   /* a multiple of 64, >= PURGATORY_CHUNK_SIZE_MIN */
+	uint32_t nr_chunks;    /* chunk digests used, over all segments */
+	uint32_t sha256_lanes; /* written by purgatory: lanes its implementation ran */
+
+	struct purgatory_segment segments[PURGATORY_MAX_SEGMENTS];
+	uint8_t chunk_sha256[PURGATORY_MAX_CHUNKS][32];
 };
 
-_Static_assert(sizeof(struct purgatory_digest) == 48, "purgatory_digest layout");
+_Static_assert(sizeof(struct purgatory_segment) == 32, "purgatory_segment layout");
 _Static_assert(sizeof(struct purgatory_stamps) == 24, "purgatory_stamps layout");
 _Static_assert(offsetof(struct purgatory_params, entry_rip) == 16, "entry_rip offset");
 _Static_assert(offsetof(struct purgatory_params, entry_rsi) == 24, "entry_rsi offset");
@@ -121,9 +144,15 @@ _Static_assert(offsetof(struct purgatory_params, stamps) == 56, "stamps offset")
 _Static_assert(offsetof(struct purgatory_params, sha256_impl) == 80, "sha256_impl offset");
 _Static_assert(offsetof(struct purgatory_params, sha256_impl_request) == 84,
                "sha256_impl_request offset");
-_Static_assert(offsetof(struct purgatory_params, digests) == 88, "digests offset");
-_Static_assert(sizeof(struct purgatory_params) == 88 + 48 * PURGATORY_MAX_DIGESTS,
+_Static_assert(offsetof(struct purgatory_params, chunk_size) == 88, "chunk_size offset");
+_Static_assert(offsetof(struct purgatory_params, nr_chunks) == 96, "nr_chunks offset");
+_Static_assert(offsetof(struct purgatory_params, segments) == 104, "segments offset");
+_Static_assert(offsetof(struct purgatory_params, chunk_sha256) == 104 + 32 * PURGATORY_MAX_SEGMENTS,
+               "chunk_sha256 offset");
+_Static_assert(sizeof(struct purgatory_params) ==
+                       104 + 32 * PURGATORY_MAX_SEGMENTS + 32 * PURGATORY_MAX_CHUNKS,
                "purgatory_params size");
+_Static_assert(PURGATORY_CHUNK_SIZE_MIN % 64 == 0, "chunks are whole SHA-256 blocks");
 _Static_assert(sizeof(PURGATORY_STAMPS_TEMPLATE) - 1 == PURGATORY_STAMPS_FIELD_LEN,
                "stamps template length");
 _Static_assert(PURGATORY_STAMPS_IMPL_POS + 1 == PURGATORY_STAMPS_FIELD_LEN, "stamps layout");

@@ -11,11 +11,11 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-#include "sha256.h"
+#include "sha256-internal.h"
 
 /* FIPS 180-4 section 4.2.2: first 32 bits of the fractional parts of the cube
  * roots of the first 64 primes. */
-static const uint32_t sha256_k[64] __attribute__((aligned(32))) = {
+const uint32_t sha256_k[64] __attribute__((aligned(32))) = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
 	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
 	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
@@ -29,7 +29,7 @@ static const uint32_t sha256_k[64] __attribute__((aligned(32))) = {
 };
 
 /* FIPS 180-4 section 5.3.3: initial hash value. */
-static const uint32_t sha256_h0[8] = {
+const uint32_t sha256_h0[8] = {
 	0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 	0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 };
@@ -239,67 +239,118 @@ AVX2_TARGET static void sha256_blocks_avx2(uint32_t state[8], const uint8_t *dat
  */
 #define SHANI_TARGET __attribute__((target("sha,sse4.1")))
 
-/* Group g of four rounds on message words m = W[4g..4g+3]; n is the slot of
- * W[4g+4..] being finished, p the slot whose msg1 part starts here. */
-#define SHANI_GROUP(g, m, n, p)                                                                    \
+/* Group g of four rounds of the stream whose state is (s0, s1) = (ABEF, CDGH)
+ * on message words m = W[4g..4g+3]; n is the slot of W[4g+4..] being finished,
+ * p the slot whose msg1 part starts here. */
+#define SHANI_GROUP(s0, s1, g, m, n, p)                                                            \
 	do {                                                                                       \
 		__m128i wk =                                                                       \
 		        _mm_add_epi32((m), _mm_load_si128((const __m128i *)(sha256_k + 4 * (g)))); \
-		st1 = _mm_sha256rnds2_epu32(st1, st0, wk);                                         \
+		(s1) = _mm_sha256rnds2_epu32((s1), (s0), wk);                                      \
 		if ((g) >= 3 && (g) <= 14) {                                                       \
 			(n) = _mm_add_epi32((n), _mm_alignr_epi8((m), (p), 4));                    \
 			(n) = _mm_sha256msg2_epu32((n), (m));                                      \
 		}                                                                                  \
 		wk = _mm_shuffle_epi32(wk, 0x0E);                                                  \
-		st0 = _mm_sha256rnds2_epu32(st0, st1, wk);                                         \
+		(s0) = _mm_sha256rnds2_epu32((s0), (s1), wk);                                      \
 		if ((g) >= 1 && (g) <= 12)                                                         \
 			(p) = _mm_sha256msg1_epu32((p), (m));                                      \
 	} while (0)
 
+/* The 16 groups of one block; slots rotate: group g uses slot g%4, finishes
+ * slot (g+1)%4 and starts msg1 in slot (g+3)%4. */
+#define SHANI_BLOCK(s0, s1, m0, m1, m2, m3)          \
+	do {                                         \
+		SHANI_GROUP(s0, s1, 0, m0, m1, m3);  \
+		SHANI_GROUP(s0, s1, 1, m1, m2, m0);  \
+		SHANI_GROUP(s0, s1, 2, m2, m3, m1);  \
+		SHANI_GROUP(s0, s1, 3, m3, m0, m2);  \
+		SHANI_GROUP(s0, s1, 4, m0, m1, m3);  \
+		SHANI_GROUP(s0, s1, 5, m1, m2, m0);  \
+		SHANI_GROUP(s0, s1, 6, m2, m3, m1);  \
+		SHANI_GROUP(s0, s1, 7, m3, m0, m2);  \
+		SHANI_GROUP(s0, s1, 8, m0, m1, m3);  \
+		SHANI_GROUP(s0, s1, 9, m1, m2, m0);  \
+		SHANI_GROUP(s0, s1, 10, m2, m3, m1); \
+		SHANI_GROUP(s0, s1, 11, m3, m0, m2); \
+		SHANI_GROUP(s0, s1, 12, m0, m1, m3); \
+		SHANI_GROUP(s0, s1, 13, m1, m2, m0); \
+		SHANI_GROUP(s0, s1, 14, m2, m3, m1); \
+		SHANI_GROUP(s0, s1, 15, m3, m0, m2); \
+	} while (0)
+
+/* Loads a block's four message slots, byte-swapped to big-endian words. */
+#define SHANI_LOAD(p, m0, m1, m2, m3)                                                          \
+	do {                                                                                   \
+		const __m128i bswap_ =                                                         \
+		        _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);          \
+		(m0) = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 0)), bswap_);  \
+		(m1) = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 16)), bswap_); \
+		(m2) = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 32)), bswap_); \
+		(m3) = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 48)), bswap_); \
+	} while (0)
+
+/* state[8] (a..h) to the ABEF and CDGH registers sha256rnds2 works on, and back. */
+SHANI_TARGET static inline void shani_state_load(const uint32_t state[8], __m128i *ret_abef,
+                                                 __m128i *ret_cdgh) {
+	__m128i cdab = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[0]), 0xB1);
+	__m128i efgh = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&state[4]), 0x1B);
+
+	*ret_abef = _mm_alignr_epi8(cdab, efgh, 8);
+	*ret_cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+}
+
+SHANI_TARGET static inline void shani_state_store(uint32_t state[8], __m128i abef, __m128i cdgh) {
+	__m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+	__m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+
+	_mm_storeu_si128((__m128i *)&state[0], _mm_blend_epi16(feba, dchg, 0xF0));
+	_mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
 SHANI_TARGET static void sha256_blocks_shani(uint32_t state[8], const uint8_t *data,
                                              size_t nblocks) {
-	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
-	__m128i dcba = _mm_loadu_si128((const __m128i *)&state[0]);
-	__m128i hgfe = _mm_loadu_si128((const __m128i *)&state[4]);
-	__m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
-	__m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
-	__m128i st0 = _mm_alignr_epi8(cdab, efgh, 8);    /* ABEF */
-	__m128i st1 = _mm_blend_epi16(efgh, cdab, 0xF0); /* CDGH */
+	__m128i st0, st1;
 
+	shani_state_load(state, &st0, &st1);
 	for (; nblocks > 0; nblocks--, data += SHA256_BLOCK_SIZE) {
-		__m128i save0 = st0, save1 = st1;
-		__m128i m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 0)), bswap);
-		__m128i m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16)), bswap);
-		__m128i m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 32)), bswap);
-		__m128i m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 48)), bswap);
+		__m128i save0 = st0, save1 = st1, m0, m1, m2, m3;
 
-		/* Slots rotate: group g uses slot g%4, finishes slot (g+1)%4 and
-		 * starts msg1 in slot (g+3)%4. */
-		SHANI_GROUP(0, m0, m1, m3);
-		SHANI_GROUP(1, m1, m2, m0);
-		SHANI_GROUP(2, m2, m3, m1);
-		SHANI_GROUP(3, m3, m0, m2);
-		SHANI_GROUP(4, m0, m1, m3);
-		SHANI_GROUP(5, m1, m2, m0);
-		SHANI_GROUP(6, m2, m3, m1);
-		SHANI_GROUP(7, m3, m0, m2);
-		SHANI_GROUP(8, m0, m1, m3);
-		SHANI_GROUP(9, m1, m2, m0);
-		SHANI_GROUP(10, m2, m3, m1);
-		SHANI_GROUP(11, m3, m0, m2);
-		SHANI_GROUP(12, m0, m1, m3);
-		SHANI_GROUP(13, m1, m2, m0);
-		SHANI_GROUP(14, m2, m3, m1);
-		SHANI_GROUP(15, m3, m0, m2);
-
+		SHANI_LOAD(data, m0, m1, m2, m3);
+		SHANI_BLOCK(st0, st1, m0, m1, m2, m3);
 		st0 = _mm_add_epi32(st0, save0);
 		st1 = _mm_add_epi32(st1, save1);
 	}
+	shani_state_store(state, st0, st1);
+}
 
-	__m128i feba = _mm_shuffle_epi32(st0, 0x1B);
-	__m128i dchg = _mm_shuffle_epi32(st1, 0xB1);
-	_mm_storeu_si128((__m128i *)&state[0], _mm_blend_epi16(feba, dchg, 0xF0));
-	_mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(dchg, feba, 8));
+/*
+ * Two independent streams, block by block in one loop: sha256rnds2 has a
+ * latency of several cycles and each stream's rounds depend on the previous
+ * ones, so a second stream fills the cycles a single one leaves idle. Both
+ * streams' registers (16 xmm) fit the SSE register file without spills.
+ */
+SHANI_TARGET void sha256_blocks_shani_x2(uint32_t state0[8], const uint8_t *p0, uint32_t state1[8],
+                                         const uint8_t *p1, size_t nblocks) {
+	__m128i a0, a1, b0, b1;
+
+	shani_state_load(state0, &a0, &a1);
+	shani_state_load(state1, &b0, &b1);
+	for (; nblocks > 0; nblocks--, p0 += SHA256_BLOCK_SIZE, p1 += SHA256_BLOCK_SIZE) {
+		__m128i sa0 = a0, sa1 = a1, sb0 = b0, sb1 = b1;
+		__m128i am0, am1, am2, am3, bm0, bm1, bm2, bm3;
+
+		SHANI_LOAD(p0, am0, am1, am2, am3);
+		SHANI_LOAD(p1, bm0, bm1, bm2, bm3);
+		SHANI_BLOCK(a0, a1, am0, am1, am2, am3);
+		SHANI_BLOCK(b0, b1, bm0, bm1, bm2, bm3);
+		a0 = _mm_add_epi32(a0, sa0);
+		a1 = _mm_add_epi32(a1, sa1);
+		b0 = _mm_add_epi32(b0, sb0);
+		b1 = _mm_add_epi32(b1, sb1);
+	}
+	shani_state_store(state0, a0, a1);
+	shani_state_store(state1, b0, b1);
 }
 
 /* XCR0 bits 1 (SSE) and 2 (AVX): the OS saves ymm state, so AVX may be used. */
@@ -342,45 +393,11 @@ Sha256Impl sha256_impl_best(void) {
 	return SHA256_IMPL_GENERIC;
 }
 
-static inline uint64_t tsc_read(void) {
+uint64_t sha256_tsc_read(void) {
 	uint32_t lo, hi;
 
 	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
 	return (uint64_t)hi << 32 | lo;
-}
-
-Sha256Impl sha256_impl_calibrate(void) {
-	/* 4 KiB of input (64 blocks, even: the AVX2 pair path), best of 3 runs. */
-	uint8_t buf[4096];
-	Sha256Impl fastest = SHA256_IMPL_GENERIC;
-	uint64_t fastest_ticks = UINT64_MAX;
-
-	for (unsigned i = 0; i < sizeof(buf); i++)
-		buf[i] = (uint8_t)i;
-	for (int impl = 0; impl < _SHA256_IMPL_MAX; impl++) {
-		uint64_t best = UINT64_MAX;
-
-		if (!sha256_impl_supported(impl))
-			continue;
-		for (int run = 0; run < 3; run++) {
-			struct sha256_ctx ctx;
-			uint64_t t0, t;
-
-			/* Time the blocks only: init runs CPUID, which traps
-			 * (tens of microseconds) in a virtual machine. */
-			sha256_init_impl(&ctx, impl);
-			t0 = tsc_read();
-			sha256_update(&ctx, buf, sizeof(buf));
-			t = tsc_read() - t0;
-			if (t < best)
-				best = t;
-		}
-		if (best < fastest_ticks) {
-			fastest_ticks = best;
-			fastest = impl;
-		}
-	}
-	return fastest;
 }
 
 static bool str_equal(const char *a, const char *b) {
@@ -412,9 +429,8 @@ Sha256Impl sha256_impl_from_string(const char *s) {
 }
 
 /* A switch, not a function pointer: no relocations for purgatory. */
-static void sha256_blocks(const struct sha256_ctx *ctx, uint32_t state[8], const uint8_t *data,
-                          size_t nblocks) {
-	switch (ctx->impl) {
+void sha256_blocks_impl(Sha256Impl impl, uint32_t state[8], const uint8_t *data, size_t nblocks) {
+	switch (impl) {
 	case SHA256_IMPL_SHANI:
 		sha256_blocks_shani(state, data, nblocks);
 		break;
@@ -451,14 +467,14 @@ void sha256_update(struct sha256_ctx *ctx, const void *data, size_t size) {
 		}
 		if (ctx->buffered < SHA256_BLOCK_SIZE)
 			return;
-		sha256_blocks(ctx, ctx->state, ctx->buffer, 1);
+		sha256_blocks_impl(ctx->impl, ctx->state, ctx->buffer, 1);
 		ctx->buffered = 0;
 	}
 
 	if (size >= SHA256_BLOCK_SIZE) {
 		size_t n = size / SHA256_BLOCK_SIZE;
 
-		sha256_blocks(ctx, ctx->state, p, n);
+		sha256_blocks_impl(ctx->impl, ctx->state, p, n);
 		p += n * SHA256_BLOCK_SIZE;
 		size -= n * SHA256_BLOCK_SIZE;
 	}
@@ -478,14 +494,14 @@ void sha256_final(struct sha256_ctx *ctx, uint8_t ret_digest[static SHA256_DIGES
 	if (i > SHA256_BLOCK_SIZE - 8) {
 		while (i < SHA256_BLOCK_SIZE)
 			ctx->buffer[i++] = 0;
-		sha256_blocks(ctx, ctx->state, ctx->buffer, 1);
+		sha256_blocks_impl(ctx->impl, ctx->state, ctx->buffer, 1);
 		i = 0;
 	}
 	while (i < SHA256_BLOCK_SIZE - 8)
 		ctx->buffer[i++] = 0;
 	for (unsigned j = 0; j < 8; j++)
 		ctx->buffer[SHA256_BLOCK_SIZE - 1 - j] = bits >> (8 * j);
-	sha256_blocks(ctx, ctx->state, ctx->buffer, 1);
+	sha256_blocks_impl(ctx->impl, ctx->state, ctx->buffer, 1);
 
 	for (unsigned j = 0; j < 8; j++)
 		store_be32(ret_digest + 4 * j, ctx->state[j]);

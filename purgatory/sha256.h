@@ -12,7 +12,10 @@
  *   SHA256_IMPL_AVX2    message schedule of two blocks at once in ymm registers,
  *                       rounds in general registers with BMI2 rorx
  *   SHA256_IMPL_GENERIC portable C, the baseline the kernel's purgatory uses
- * Every implementation produces the same digest; the tests prove it.
+ * Every implementation produces the same digest; the tests prove it. This is
+ * the single-stream API (one message at a time); sha256-mb.h hashes many
+ * messages at once (what purgatory uses), and its calibration picks the
+ * implementation purgatory runs.
  */
 
 #include <stdbool.h>
@@ -45,11 +48,6 @@ bool sha256_impl_supported(Sha256Impl impl);
 
 /* The implementation expected to be fastest from CPUID: SHA-NI, AVX2, generic. */
 Sha256Impl sha256_impl_best(void);
-
-/* The supported implementation that hashes a few KiB fastest here, timed with
- * the TSC. Differs from sha256_impl_best() under emulators: QEMU TCG runs
- * AVX2 slower than generic C. Costs tens of microseconds on hardware. */
-Sha256Impl sha256_impl_calibrate(void);
 
 /* "generic", "avx2", "sha-ni"; NULL for an invalid value. */
 const char *sha256_impl_to_string(Sha256Impl impl);

@@ -1,39 +1,52 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /*
- * SHA-256 throughput of every implementation this CPU offers, next to
- * `openssl speed -evp sha256` measured in the same run, and the digest time of
- * a real kexec payload (kernel 6.1.0-57 vmlinuz, plus its initrd when the lab
- * cache has one). Prints figures; never fails on speed.
+ * SHA-256 throughput: ours next to libcrypto's EVP SHA-256, in this process,
+ * on the same buffer, in interleaved pairs (ours then OpenSSL, then the other
+ * order), BENCH_PAIRS pairs, medians of this thread's CPU time. Each line
+ * prints both MB/s and the median of the per-pair ratios, so what load on a
+ * shared machine still does (caches, the other hyperthread) hits both sides of
+ * a pair alike instead of skewing the ratio.
  *
- * Usage: bench-sha256 [PAYLOAD_DIR...]   (searched as bench-payload.h says)
+ * Ours is measured single-stream (one 16 MiB message) and multi-buffer (the
+ * same 16 MiB cut into 256 KiB chunks, a digest per chunk, as purgatory hashes
+ * a segment); OpenSSL single-stream on the whole buffer.
+ *
+ * OpenSSL picks its code from CPUID when libcrypto initializes; to compare
+ * with its AVX2 path on a CPU with SHA-NI, the program runs itself again with
+ * OPENSSL_ia32cap=":~0x20000000" (bit 29 of CPUID leaf 7 EBX, the SHA
+ * extensions, cleared in the second word of OpenSSL 3.0's capability vector)
+ * and --openssl-no-sha.
+ *
+ * Usage: bench-sha256 [--openssl-no-sha]
  */
 
-#include <dirent.h>
+#include <errno.h>
+#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "bench-payload.h"
-#include "fileio.h"
 #include "macros.h"
+#include "sha256-mb.h"
 #include "sha256.h"
 
-#define BENCH_BYTES (16u << 20)
-#define BENCH_RUNS  15
+#define BENCH_BYTES         (16u << 20)
+#define BENCH_CHUNK         (256u << 10)
+#define BENCH_PAIRS         21
+#define OPENSSL_NO_SHA_MASK ":~0x20000000"
 
+/* This thread's CPU time: on a shared, loaded machine, wall clock also counts
+ * the time other processes ran; CPU time counts what the hash cost. */
 static double now(void) {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void pclosep(FILE **f) {
-	if (*f)
-		pclose(*f);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -41,156 +54,169 @@ static int cmp_double(const void *a, const void *b) {
 	return (x > y) - (x < y);
 }
 
-static double median(double *v, size_t n) {
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+static double median(const double *v, size_t n) {
+	double s[BENCH_PAIRS];
+
+	memcpy(s, v, n * sizeof(double));
+	qsort(s, n, sizeof(double), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* Median seconds to hash size bytes with impl; the fastest run in *ret_best
- * (on a shared machine the best run is the one least disturbed). */
-static double time_impl(Sha256Impl impl, const uint8_t *buf, size_t size, unsigned runs,
-                        double *ret_best) {
-	double t[BENCH_RUNS];
-	uint8_t d[SHA256_DIGEST_SIZE];
+typedef enum Side {
+	SIDE_SINGLE, /* ours, one stream */
+	SIDE_MULTI,  /* ours, multi-buffer over BENCH_CHUNK chunks */
+	SIDE_OPENSSL,
+} Side;
 
-	for (unsigned r = 0; r < runs; r++) {
-		double t0 = now();
-		sha256_digest_impl(impl, buf, size, d);
-		t[r] = now() - t0;
+static uint8_t chunk_digests[BENCH_BYTES / BENCH_CHUNK][SHA256_DIGEST_SIZE];
+
+static double time_side(Side side, Sha256Impl impl, const uint8_t *buf) {
+	uint8_t d[EVP_MAX_MD_SIZE];
+	unsigned len = 0;
+	double t0 = now();
+
+	switch (side) {
+	case SIDE_SINGLE:
+		sha256_digest_impl(impl, buf, BENCH_BYTES, d);
+		break;
+	case SIDE_MULTI:
+		sha256_mb_digest_all(impl, &(struct sha256_mb_msg){ buf, BENCH_BYTES }, 1,
+		                     BENCH_CHUNK, chunk_digests);
+		break;
+	case SIDE_OPENSSL:
+		if (EVP_Digest(buf, BENCH_BYTES, d, &len, EVP_sha256(), NULL) != 1)
+			abort();
+		break;
 	}
-	double m = median(t, runs);
-	if (ret_best)
-		*ret_best = t[0]; /* median() sorted t */
+	__asm__ volatile("" : : "r"(d), "r"(chunk_digests) : "memory");
+	return now() - t0;
+}
+
+/* Ours (side, impl) against OpenSSL, BENCH_PAIRS interleaved pairs; prints
+ * both medians and the median ratio; returns the median ratio. */
+static double compare(const char *label, Side side, Sha256Impl impl, const uint8_t *buf,
+                      const char *openssl_label) {
+	double ours[BENCH_PAIRS], ossl[BENCH_PAIRS], ratio[BENCH_PAIRS];
+
+	(void)time_side(side, impl, buf); /* warm up: page faults, frequency */
+	(void)time_side(SIDE_OPENSSL, impl, buf);
+	for (unsigned r = 0; r < BENCH_PAIRS; r++) {
+		if (r % 2 == 0) {
+			ours[r] = time_side(side, impl, buf);
+			ossl[r] = time_side(SIDE_OPENSSL, impl, buf);
+		} else {
+			ossl[r] = time_side(SIDE_OPENSSL, impl, buf);
+			ours[r] = time_side(side, impl, buf);
+		}
+		ratio[r] = ossl[r] / ours[r];
+	}
+	double m = median(ratio, BENCH_PAIRS);
+	printf("  %-26s %8.1f MB/s   %-30s %8.1f MB/s   ratio %5.2fx\n", label,
+	       BENCH_BYTES / median(ours, BENCH_PAIRS) / 1e6, openssl_label,
+	       BENCH_BYTES / median(ossl, BENCH_PAIRS) / 1e6, m);
 	return m;
 }
 
-static double time_memcpy(uint8_t *dst, const uint8_t *src, size_t size) {
-	double t[BENCH_RUNS];
+static void print_method(void) {
+	double l[1] = { -1 };
 
-	for (unsigned r = 0; r < BENCH_RUNS; r++) {
-		double t0 = now();
-		memcpy(dst, src, size);
-		__asm__ volatile("" : : "r"(dst) : "memory");
-		t[r] = now() - t0;
-	}
-	return median(t, BENCH_RUNS);
+	(void)getloadavg(l, 1);
+	printf("method: %u MiB buffer, ours and libcrypto EVP_Digest(EVP_sha256()) in this "
+	       "process on the same buffer, %d interleaved pairs (order alternating), medians of "
+	       "thread CPU time (load average %.1f); "
+	       "ratio = median over pairs of (OpenSSL time / our time); multi-buffer = the "
+	       "buffer cut into %u KiB chunks, a digest per chunk (measured)\n",
+	       BENCH_BYTES >> 20, BENCH_PAIRS, l[0], BENCH_CHUNK >> 10);
 }
 
-/* Runs `openssl speed -evp sha256 -seconds 2 -bytes 16384` (one process, one
- * thread) and parses the "sha256 <N>k" line: N is in 1000s of bytes/s. */
-static double openssl_speed_mbps(void) {
-	_cleanup_(pclosep) FILE *p = NULL;
-	char line[512];
-	double kbps = -1;
-
-	p = popen("openssl speed -evp sha256 -seconds 2 -bytes 16384 2>/dev/null", "r");
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		double v;
-		if (strncmp(line, "sha256 ", 7) == 0 && sscanf(line + 7, " %lfk", &v) == 1)
-			kbps = v;
-	}
-	return kbps < 0 ? -1 : kbps / 1000.0;
+static void target(const char *what, double got, double want) {
+	printf("  target %s >= %.2fx: %s (%.2fx)\n", what, want, got >= want ? "met" : "NOT met",
+	       got);
 }
 
-static void bench_payload(int argc, char **argv) {
-	_cleanup_free_ char *kernel = NULL, *initrd = NULL, *kdata = NULL, *idata = NULL;
-	size_t ksize = 0, isize = 0;
+/* The default run: OpenSSL as it configures itself (SHA-NI where present). */
+static void bench_default(const uint8_t *buf) {
+	char label[64];
 
-	bench_find_payload(argc - 1, argv + 1, &kernel, &initrd);
-	if (!kernel || read_file_full(kernel, 256u << 20, &kdata, &ksize) < 0) {
-		printf("payload: no %s* found in the given directories; run "
-		       "tests/bench-fetch-kernel to download it (not measured)\n",
-		       PAYLOAD_KERNEL_PREFIX);
+	printf("OpenSSL %s, capabilities from CPUID (SHA-NI when the CPU has it)\n",
+	       OpenSSL_version(OPENSSL_VERSION));
+	for (Sha256Impl impl = 0; impl < _SHA256_IMPL_MAX; impl++) {
+		double single, multi;
+
+		if (!sha256_impl_supported(impl)) {
+			printf("  %-26s not offered by this CPU\n", sha256_impl_to_string(impl));
+			continue;
+		}
+		snprintf(label, sizeof(label), "%s single-stream", sha256_impl_to_string(impl));
+		single = compare(label, SIDE_SINGLE, impl, buf, "openssl (default)");
+		snprintf(label, sizeof(label), "%s multi-buffer x%u", sha256_impl_to_string(impl),
+		         sha256_mb_lanes(impl));
+		multi = compare(label, SIDE_MULTI, impl, buf, "openssl (default)");
+		if (impl == SHA256_IMPL_SHANI) {
+			target("sha-ni multi-buffer vs openssl single-stream", multi, 1.5);
+			printf("  (sha-ni single-stream: %.2fx openssl)\n", single);
+		}
+	}
+}
+
+/* The re-executed run: OpenSSL with SHA-NI masked, i.e. its AVX2 code. */
+static void bench_no_sha(const uint8_t *buf) {
+	printf("\nOpenSSL with SHA-NI masked (OPENSSL_ia32cap=\"%s\" set before libcrypto "
+	       "initialized): its AVX2 path\n",
+	       getenv("OPENSSL_ia32cap") ?: "?");
+	if (!sha256_impl_supported(SHA256_IMPL_AVX2)) {
+		printf("  avx2 not offered by this CPU: not measured\n");
 		return;
 	}
-	if (initrd && read_file_full(initrd, 1024u << 20, &idata, &isize) < 0) {
-		free(initrd);
-		initrd = NULL;
-	}
+	compare("avx2 single-stream", SIDE_SINGLE, SHA256_IMPL_AVX2, buf, "openssl (avx2)");
+	target("avx2 multi-buffer (2 groups of 8 lanes) vs openssl avx2 single-stream",
+	       compare("avx2 multi-buffer x16", SIDE_MULTI, SHA256_IMPL_AVX2, buf,
+	               "openssl (avx2)"),
+	       2.0);
+	compare("generic multi-buffer x1", SIDE_MULTI, SHA256_IMPL_GENERIC, buf, "openssl (avx2)");
+}
 
-	printf("\npayload (measured): %s (%zu bytes)", kernel, ksize);
-	if (initrd)
-		printf(" + %s (%zu bytes)\n", initrd, isize);
-	else
-		printf("\n  no initrd in the cache (one is generated only in the lab): vmlinuz "
-		       "only\n");
+/* Runs this program again with OpenSSL's SHA extensions masked. */
+static int reexec_no_sha(const char *self) {
+	int status;
+	pid_t pid;
 
-	for (Sha256Impl impl = 0; impl < _SHA256_IMPL_MAX; impl++) {
-		if (!sha256_impl_supported(impl))
-			continue;
-		double t = time_impl(impl, (const uint8_t *)kdata, ksize, BENCH_RUNS, NULL);
-		if (initrd)
-			t += time_impl(impl, (const uint8_t *)idata, isize, BENCH_RUNS, NULL);
-		printf("  %-8s %8.2f ms  (median of %d runs)\n", sha256_impl_to_string(impl),
-		       t * 1e3, BENCH_RUNS);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		setenv("OPENSSL_ia32cap", OPENSSL_NO_SHA_MASK, 1);
+		execl("/proc/self/exe", self, "--openssl-no-sha", (char *)NULL);
+		_exit(127);
 	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
 int main(int argc, char **argv) {
-	_cleanup_free_ uint8_t *buf = malloc(BENCH_BYTES), *dst = malloc(BENCH_BYTES);
-	double mbps[_SHA256_IMPL_MAX] = {}, best_mbps[_SHA256_IMPL_MAX] = {};
-	double ossl;
-	/* The upstream measurement's payload: 53 MB bzImage + 28 MB initrd. */
-	const double upstream_payload = 81e6;
+	_cleanup_free_ uint8_t *buf = malloc(BENCH_BYTES);
+	bool no_sha = argc > 1 && streq(argv[1], "--openssl-no-sha");
 
-	if (!buf || !dst)
+	if (!buf)
 		return 1;
 	for (size_t i = 0; i < BENCH_BYTES; i++)
 		buf[i] = (uint8_t)(i * 2654435761u >> 13);
-	memset(dst, 0, BENCH_BYTES);
 
-	printf("SHA-256 throughput on this CPU, %u MiB buffer, median of %d runs (measured)\n",
-	       BENCH_BYTES >> 20, BENCH_RUNS);
-	for (Sha256Impl impl = 0; impl < _SHA256_IMPL_MAX; impl++) {
-		if (!sha256_impl_supported(impl)) {
-			printf("  %-8s not offered by this CPU\n", sha256_impl_to_string(impl));
-			continue;
-		}
-		double best;
-		mbps[impl] =
-		        BENCH_BYTES / time_impl(impl, buf, BENCH_BYTES, BENCH_RUNS, &best) / 1e6;
-		best_mbps[impl] = BENCH_BYTES / best / 1e6;
+	if (no_sha) {
+		/* Only meaningful when the mask was in place before libcrypto started. */
+		if (!streq_ptr(getenv("OPENSSL_ia32cap"), OPENSSL_NO_SHA_MASK))
+			return reexec_no_sha(argv[0]) < 0;
+		bench_no_sha(buf);
+		return 0;
 	}
-	double memcpy_mbps = BENCH_BYTES / time_memcpy(dst, buf, BENCH_BYTES) / 1e6;
-
-	ossl = openssl_speed_mbps();
-	if (ossl > 0)
-		printf("  %-8s %9.1f MB/s  (openssl speed -evp sha256 -seconds 2 -bytes 16384, "
-		       "same run)\n",
-		       "openssl", ossl);
-	else
-		printf("  openssl speed: not available (install openssl), no ratio\n");
-
-	for (Sha256Impl impl = 0; impl < _SHA256_IMPL_MAX; impl++) {
-		if (mbps[impl] <= 0)
-			continue;
-		printf("  %-8s %9.1f MB/s", sha256_impl_to_string(impl), mbps[impl]);
-		if (ossl > 0)
-			printf("  %5.2fx openssl", mbps[impl] / ossl);
-		printf("  %5.2fx generic", mbps[impl] / mbps[SHA256_IMPL_GENERIC]);
-		printf("  (best run %.1f MB/s", best_mbps[impl]);
-		if (ossl > 0)
-			printf(", %.2fx openssl", best_mbps[impl] / ossl);
-		printf(")\n");
-	}
-	printf("  %-8s %9.1f MB/s  (the floor: copying the same buffer)\n", "memcpy", memcpy_mbps);
-	if (ossl > 0 && mbps[SHA256_IMPL_SHANI] > 0)
-		printf("  target sha-ni within 10%% of openssl: %s (median %+.1f%%, best run "
-		       "%+.1f%%; "
-		       "both are disturbed by other load on a shared machine)\n",
-		       mbps[SHA256_IMPL_SHANI] >= 0.9 * ossl ? "met" : "NOT met",
-		       100.0 * (mbps[SHA256_IMPL_SHANI] - ossl) / ossl,
-		       100.0 * (best_mbps[SHA256_IMPL_SHANI] - ossl) / ossl);
-
-	printf("\nestimated (computed from the throughput above, not measured): 81 MB upstream "
-	       "payload (53 MB bzImage + 28 MB initrd)\n");
-	for (Sha256Impl impl = 0; impl < _SHA256_IMPL_MAX; impl++)
-		if (mbps[impl] > 0)
-			printf("  %-8s %8.1f ms\n", sha256_impl_to_string(impl),
-			       upstream_payload / mbps[impl] / 1e3);
-
-	bench_payload(argc, argv);
+	print_method();
+	printf("purgatory's calibration here picks: %s (%u lanes)\n\n",
+	       sha256_impl_to_string(sha256_mb_calibrate()),
+	       sha256_mb_lanes(sha256_mb_calibrate()));
+	bench_default(buf);
+	if (reexec_no_sha(argv[0]) < 0)
+		printf("the OpenSSL AVX2 comparison failed to run\n");
 	return 0;
 }

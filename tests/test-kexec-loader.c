@@ -387,7 +387,7 @@ static void test_kexec_loader_stage_real_kernel(void **state) {
 	assert_string_equal(loader_image_bzimage(img)->release, "6.1.0-57-cloud-amd64");
 	pp = loader_image_params(img);
 	assert_int_equal(pp->mode, PURGATORY_MODE_VERIFIED);
-	assert_true(pp->nr_digests >= 2); /* kernel, boot_params + cmdline */
+	assert_true(pp->nr_segments >= 2); /* kernel, boot_params + cmdline */
 	assert_int_equal(u->verified_bytes, kexec_loader_verified_bytes());
 	assert_true(u->verified_bytes > loader_image_bzimage(img)->kernel_size);
 	assert_non_null(strstr(loader_image_cmdline(img), PURGATORY_STAMPS_KEY));

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
+#include "loader.h"
 #include "macros.h"
 #include "purgatory-abi.h"
 #include "sha256.h"
@@ -28,7 +29,8 @@ extern const unsigned char purgatory_blob[];
 extern const size_t purgatory_blob_size;
 extern const size_t purgatory_blob_entry_c_offset;
 
-#define SEG_SIZE (1u << 20)
+#define SEG_SIZE (1u << 20)  /* the file part: several chunks */
+#define SEG_PAD  (64u << 10) /* the zero-filled rest */
 #define CMDLINE  "console=ttyS0 " PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE
 
 struct run {
@@ -51,7 +53,7 @@ static void run_init(struct run *r, uint32_t mode) {
 	assert_true(r->mem != MAP_FAILED);
 	memcpy(r->mem, purgatory_blob, purgatory_blob_size);
 
-	r->segment = malloc(SEG_SIZE);
+	r->segment = calloc(1, SEG_SIZE + SEG_PAD);
 	assert_non_null(r->segment);
 	for (size_t i = 0; i < SEG_SIZE; i++)
 		r->segment[i] = (uint8_t)(i * 31 + 7);
@@ -70,14 +72,21 @@ static void run_init(struct run *r, uint32_t mode) {
 		.mode = mode,
 		.stamps_addr = (uintptr_t)r->cmdline + strlen(CMDLINE) - PURGATORY_STAMPS_FIELD_LEN,
 		.stamps_len = PURGATORY_STAMPS_FIELD_LEN,
-		.nr_digests = 2,
 	};
-	p->digests[0].addr = (uintptr_t)r->segment;
-	p->digests[0].size = SEG_SIZE;
-	sha256_digest_impl(SHA256_IMPL_GENERIC, r->segment, SEG_SIZE, p->digests[0].sha256);
-	p->digests[1].addr = (uintptr_t)r->cmdline;
-	p->digests[1].size = 4096;
-	sha256_digest_impl(SHA256_IMPL_GENERIC, r->cmdline, 4096, p->digests[1].sha256);
+	assert_int_equal(loader_params_set_digests(p,
+	                                           (const struct loader_segment[]){
+	                                                   { .buf = r->segment,
+	                                                     .bufsz = SEG_SIZE,
+	                                                     .mem = (uintptr_t)r->segment,
+	                                                     .memsz = SEG_SIZE + SEG_PAD },
+	                                                   { .buf = r->cmdline,
+	                                                     .bufsz = 4096,
+	                                                     .mem = (uintptr_t)r->cmdline,
+	                                                     .memsz = 4096 },
+	                                           },
+	                                           2),
+	                 0);
+	assert_true(p->nr_chunks > 2);
 }
 
 static void run_done(struct run *r) {
@@ -176,6 +185,12 @@ static void test_blob_mismatch_never_returns(void **state) {
 
 	run_init(&r, PURGATORY_MODE_VERIFIED);
 	r.segment[SEG_SIZE - 1] ^= 0x80;
+	sig = run_in_child(&r);
+	print_message("[ INFO     ] mismatch: child ended by signal %d\n", sig);
+	assert_true(sig == SIGSEGV || sig == SIGILL || sig == SIGBUS);
+	r.segment[SEG_SIZE - 1] ^= 0x80;
+	/* A byte in the zero-filled rest is refused the same way. */
+	r.segment[SEG_SIZE + SEG_PAD / 2] = 1;
 	sig = run_in_child(&r);
 	print_message("[ INFO     ] mismatch: child ended by signal %d\n", sig);
 	assert_true(sig == SIGSEGV || sig == SIGILL || sig == SIGBUS);

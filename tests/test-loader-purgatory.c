@@ -18,8 +18,9 @@
 
 #include "macros.h"
 #include "purgatory.h"
-#include "timebase.h"
+#include "sha256-mb.h"
 #include "sha256.h"
+#include "timebase.h"
 
 static uint64_t fake_tsc;
 static char console[4096];
@@ -47,6 +48,10 @@ void purgatory_arch_reset(void) {
 
 #define CMDLINE_PREFIX "console=ttyS0 root=/dev/vda1 "
 
+#define KERNEL_FILESZ ((1 << 20) + 100)
+#define KERNEL_MEMSZ  (2 << 20)
+#define CHUNK_SIZE    (64 << 10) /* small, for many chunks */
+
 struct fixture {
 	uint8_t *kernel;   /* 1 MiB + 100 bytes of data, zero padding to 2 MiB */
 	uint8_t *initrd;   /* 300 KiB */
@@ -61,12 +66,24 @@ static void fill(uint8_t *p, size_t n, uint32_t seed) {
 	}
 }
 
-static void add_digest(struct purgatory_params *p, const void *addr, size_t size) {
-	struct purgatory_digest *d = &p->digests[p->nr_digests++];
+/* Lists a segment the way the loader does: chunk digests of the file part
+ * (one-shot SHA-256 per chunk, not the multi-buffer code under test). */
+static void add_segment(struct purgatory_params *p, const void *addr, size_t filesz, size_t memsz) {
+	struct purgatory_segment *s = &p->segments[p->nr_segments++];
 
-	d->addr = (uintptr_t)addr;
-	d->size = size;
-	sha256_digest(addr, size, d->sha256);
+	*s = (struct purgatory_segment){ .addr = (uintptr_t)addr,
+		                         .filesz = filesz,
+		                         .memsz = memsz,
+		                         .first_chunk = p->nr_chunks,
+		                         .nr_chunks = (uint32_t)sha256_mb_chunks(filesz,
+		                                                                 p->chunk_size) };
+	for (uint32_t k = 0; k < s->nr_chunks; k++) {
+		size_t off = k * p->chunk_size;
+
+		sha256_digest_impl(SHA256_IMPL_GENERIC, (const uint8_t *)addr + off,
+		                   MIN(p->chunk_size, filesz - off),
+		                   p->chunk_sha256[p->nr_chunks++]);
+	}
 }
 
 static int setup(void **state) {
@@ -78,7 +95,7 @@ static int setup(void **state) {
 	f->initrd = malloc(300 << 10);
 	if (!f->kernel || !f->initrd)
 		return -1;
-	fill(f->kernel, (1 << 20) + 100, 1);
+	fill(f->kernel, KERNEL_FILESZ, 1);
 	fill(f->initrd, 300 << 10, 2);
 	snprintf(f->cmdline, sizeof(f->cmdline), "%s%s%s quiet", CMDLINE_PREFIX,
 	         PURGATORY_STAMPS_KEY, PURGATORY_STAMPS_TEMPLATE);
@@ -91,10 +108,11 @@ static int setup(void **state) {
 	f->params.stamps_addr =
 	        (uintptr_t)f->cmdline + strlen(CMDLINE_PREFIX) + strlen(PURGATORY_STAMPS_KEY);
 	f->params.stamps_len = PURGATORY_STAMPS_FIELD_LEN;
-	/* The kernel segment is hashed to its memsz: the zero padding counts. */
-	add_digest(&f->params, f->kernel, 2 << 20);
-	add_digest(&f->params, f->initrd, 300 << 10);
-	add_digest(&f->params, f->cmdline, sizeof(f->cmdline));
+	/* The kernel segment: its file part hashed, the rest to memsz zero. */
+	f->params.chunk_size = CHUNK_SIZE;
+	add_segment(&f->params, f->kernel, KERNEL_FILESZ, KERNEL_MEMSZ);
+	add_segment(&f->params, f->initrd, 300 << 10, 300 << 10);
+	add_segment(&f->params, f->cmdline, sizeof(f->cmdline), sizeof(f->cmdline));
 
 	fake_tsc = 0;
 	console_len = 0;
@@ -172,15 +190,130 @@ static void test_purgatory_verified_boots_and_stamps(void **state) {
 static void test_purgatory_mismatch_resets_with_message(void **state) {
 	struct fixture *f = *state;
 
-	f->kernel[(2 << 20) - 1] = 1; /* corruption in the zero padding */
+	char want[128];
+
+	f->kernel[KERNEL_FILESZ - 1] ^= 0x40; /* the last byte of the file part */
 	assert_false(run(f));
 	assert_int_equal(resets, 1);
 	print_message("console: %s", console);
 	assert_non_null(strstr(console, "upgraded purgatory: SHA-256 mismatch: segment 0 at 0x"));
-	assert_non_null(strstr(console, "size 0x0000000000200000"));
+	snprintf(want, sizeof(want),
+	         "size 0x0000000000200000, chunk 16 at 0x%016" PRIxPTR " size 0x0000000000000064;",
+	         (uintptr_t)f->kernel + 16 * CHUNK_SIZE);
+	assert_non_null(strstr(console, want));
 	assert_non_null(strstr(console, "not booting the staged kernel, resetting\r\n"));
 	/* No stamps: the placeholder still holds its template. */
 	assert_memory_equal(stamps_field(f), PURGATORY_STAMPS_TEMPLATE, PURGATORY_STAMPS_FIELD_LEN);
+}
+
+/* A byte in the zero-filled rest (beyond the file part, not hashed) is found
+ * by the zero check, wherever it is: first byte, middle, last byte. */
+static void test_purgatory_zero_padding_checked(void **state) {
+	struct fixture *f = *state;
+	const size_t at[] = { KERNEL_FILESZ, KERNEL_FILESZ + 7, (3 << 19) + 3, KERNEL_MEMSZ - 1 };
+
+	for (size_t i = 0; i < ELEMENTSOF(at); i++) {
+		char want[96];
+
+		console_len = 0;
+		memset(console, 0, sizeof(console));
+		f->kernel[at[i]] = 0x01;
+		assert_false(run(f));
+		snprintf(want, sizeof(want), "byte at 0x%016" PRIxPTR ";",
+		         (uintptr_t)f->kernel + at[i]);
+		if (!strstr(console, "non-zero byte in the zero padding: segment 0 at ") ||
+		    !strstr(console, want))
+			fail_msg("offset %zu: %s", at[i], console);
+		f->kernel[at[i]] = 0;
+	}
+	assert_int_equal(resets, ELEMENTSOF(at));
+	assert_true(run(f));
+}
+
+/* One flipped bit in any chunk of any segment is refused, naming that
+ * segment and chunk, with every implementation this CPU has. */
+static void test_purgatory_mismatch_in_every_chunk(void **state) {
+	struct fixture *f = *state;
+	unsigned refused = 0;
+
+	for (Sha256Impl impl = 0; impl < _SHA256_IMPL_MAX; impl++) {
+		if (!sha256_impl_supported(impl))
+			continue;
+		f->params.sha256_impl_request = impl + 1;
+		for (unsigned s = 0; s < f->params.nr_segments; s++) {
+			const struct purgatory_segment *seg = &f->params.segments[s];
+			uint8_t *base = (uint8_t *)(uintptr_t)seg->addr;
+
+			for (unsigned k = 0; k < seg->nr_chunks; k++) {
+				/* Some byte inside chunk k (its middle, or its last). */
+				size_t off =
+				        MIN(k * CHUNK_SIZE + CHUNK_SIZE / 2 + k, seg->filesz - 1);
+				char want[64];
+
+				console_len = 0;
+				memset(console, 0, sizeof(console));
+				base[off] ^= 0x04;
+				assert_false(run(f));
+				base[off] ^= 0x04;
+				snprintf(want, sizeof(want), "SHA-256 mismatch: segment %u at ", s);
+				if (!strstr(console, want))
+					fail_msg("%s, segment %u chunk %u: %s",
+					         sha256_impl_to_string(impl), s, k, console);
+				snprintf(want, sizeof(want),
+				         ", chunk %u at 0x%016" PRIxPTR " size ", k,
+				         (uintptr_t)base + k * CHUNK_SIZE);
+				if (!strstr(console, want))
+					fail_msg("%s, segment %u chunk %u: %s",
+					         sha256_impl_to_string(impl), s, k, console);
+				refused++;
+			}
+		}
+		assert_int_equal(f->params.sha256_impl, impl);
+		assert_int_equal(f->params.sha256_lanes, sha256_mb_lanes(impl));
+		assert_true(run(f));
+		/* Back to the recorded command line: the stamps changed it. */
+		memcpy((char *)(uintptr_t)f->params.stamps_addr, PURGATORY_STAMPS_TEMPLATE,
+		       PURGATORY_STAMPS_FIELD_LEN);
+	}
+	print_message("[ INFO     ] %u corruptions refused\n", refused);
+	assert_int_equal(resets, refused);
+}
+
+/* A chunk layout that does not follow from the sizes is refused before any
+ * digest is compared. */
+static void test_purgatory_layout_refused(void **state) {
+	struct fixture *f = *state;
+	struct purgatory_params *good = malloc(sizeof(*good));
+
+	assert_non_null(good);
+	*good = f->params;
+
+	f->params.chunk_size = 100;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "invalid chunk size"));
+
+	f->params = *good;
+	f->params.segments[1].first_chunk++;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "segment chunk layout does not match its size"));
+
+	f->params = *good;
+	f->params.segments[0].nr_chunks--;
+	assert_false(run(f));
+
+	f->params = *good;
+	f->params.segments[2].filesz = f->params.segments[2].memsz + 1;
+	assert_false(run(f));
+
+	f->params = *good;
+	f->params.nr_chunks++;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "chunk count does not match the segments"));
+	assert_int_equal(resets, 5);
+
+	f->params = *good;
+	assert_true(run(f));
+	free(good);
 }
 
 static void test_purgatory_mismatch_in_initrd(void **state) {
@@ -189,6 +322,7 @@ static void test_purgatory_mismatch_in_initrd(void **state) {
 	f->initrd[12345] ^= 0x10;
 	assert_false(run(f));
 	assert_non_null(strstr(console, "segment 1 at "));
+	assert_non_null(strstr(console, ", chunk 0 at "));
 }
 
 static void test_purgatory_mismatch_without_console(void **state) {
@@ -235,7 +369,7 @@ static void test_purgatory_panic_always_verifies(void **state) {
 
 static void test_purgatory_contract_mismatch(void **state) {
 	struct fixture *f = *state;
-	struct purgatory_params good = f->params;
+	struct purgatory_params good = f->params; /* ~17 KiB: fine for a test's stack */
 
 	f->params.magic ^= 1;
 	assert_false(run(f));
@@ -250,7 +384,7 @@ static void test_purgatory_contract_mismatch(void **state) {
 	assert_false(run(f));
 
 	f->params = good;
-	f->params.nr_digests = PURGATORY_MAX_DIGESTS + 1;
+	f->params.nr_segments = PURGATORY_MAX_SEGMENTS + 1;
 	assert_false(run(f));
 	assert_non_null(strstr(console, "too many segments"));
 
@@ -259,7 +393,7 @@ static void test_purgatory_contract_mismatch(void **state) {
 	assert_false(run(f));
 
 	f->params = good;
-	f->params.nr_digests = 0;
+	f->params.nr_segments = 0;
 	assert_false(run(f));
 	assert_non_null(strstr(console, "verified mode without digests"));
 	assert_int_equal(resets, 6);
@@ -306,6 +440,11 @@ int main(void) {
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_purgatory_mismatch_resets_with_message, setup,
 		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_zero_padding_checked, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_mismatch_in_every_chunk, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_purgatory_layout_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_purgatory_mismatch_in_initrd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_purgatory_mismatch_without_console, setup,
 		                                teardown),

@@ -3,7 +3,10 @@
 """Runs the real purgatory blob in QEMU (TCG, never KVM) between a tiny boot stub
 and a fake kernel, and checks the handoff paths end to end:
   verified, intact       -> the kernel is entered with rsi = boot_params, stamps 'v'
-  verified, corrupted    -> the mismatch line on the serial port, a reset, no kernel
+  verified, corrupted    -> the mismatch line on the serial port, a reset, no kernel:
+                            a byte in each chunk of each segment, and one in the
+                            zero-filled rest, with each implementation the TCG CPU
+                            offers (AVX2 8 lanes, generic)
   fast, corrupted        -> the kernel is entered, stamps 'f,-'
   verified, no AVX2      -> generic SHA-256 ('g')
   panic flag, fast mode  -> refused and reset
@@ -30,9 +33,13 @@ import tempfile
 
 PARAMS_OFFSET = 0x40
 MAGIC = 0x3147525055504755
-ABI_VERSION = 1
-MAX_DIGESTS = 16
-PARAMS_SIZE = 88 + 48 * MAX_DIGESTS
+ABI_VERSION = 2
+MAX_SEGMENTS = 16
+MAX_CHUNKS = 512
+PARAMS_SIZE = 104 + 32 * MAX_SEGMENTS + 32 * MAX_CHUNKS
+CHUNK_SIZE = 16384  # small here, for several chunks per segment
+PAYLOAD_FILESZ = 65536
+PAYLOAD_MEMSZ = PAYLOAD_FILESZ + 8192  # the rest must be zero
 MODE_FAST, MODE_VERIFIED = 0, 1
 FLAG_PANIC = 1
 KERNEL_ENTRY = 0x180000  # fake kernel, see test-loader-qemu.lds
@@ -44,26 +51,40 @@ TEMPLATE = b"0000000000000000,0000000000000000,0000000000000000,-,-"
 PREFIX = b"console=ttyS0 "
 
 
-def build(workdir, blob, stub_s, stub_lds, mode, flags, corrupt, request=0):
-    payload = bytearray((i * 31 + 7) & 0xFF for i in range(65536))
-    cmd = PREFIX + KEY + TEMPLATE
-    cmdline = bytearray(cmd + bytes(4096 - len(cmd)))
-    digests = [(PAYLOAD_ADDR, bytes(payload)), (CMDLINE_ADDR, bytes(cmdline))]
-
+def params(mode, flags, request, segments):
+    """The parameter block (purgatory-abi.h) for segments [(addr, data, memsz)]."""
+    seg_table, chunks = b"", []
+    for addr, data, memsz in segments:
+        first = len(chunks)
+        for off in range(0, max(len(data), 1), CHUNK_SIZE):
+            chunks.append(hashlib.sha256(data[off:off + CHUNK_SIZE]).digest())
+        seg_table += struct.pack("<QQQII", addr, len(data), memsz, first, len(chunks) - first)
     p = struct.pack("<QII", MAGIC, ABI_VERSION, PARAMS_SIZE)
     p += struct.pack("<QQ", KERNEL_ENTRY + 0, BOOT_PARAMS)
     p += struct.pack("<II", mode, flags)
     p += struct.pack("<QIHH", CMDLINE_ADDR + len(PREFIX) + len(KEY), len(TEMPLATE), 0x3F8,
-                     len(digests))
+                     len(segments))
     p += bytes(24)  # stamps, written by purgatory
     p += struct.pack("<II", 0, request)  # sha256_impl (written), sha256_impl_request
-    for addr, data in digests:
-        p += struct.pack("<QQ", addr, len(data)) + hashlib.sha256(data).digest()
-    p += bytes(PARAMS_SIZE - len(p))
+    p += struct.pack("<QII", CHUNK_SIZE, len(chunks), 0)  # sha256_lanes: written
+    p += seg_table + bytes(32 * MAX_SEGMENTS - len(seg_table))
+    p += b"".join(chunks)
+    return p + bytes(PARAMS_SIZE - len(p))
+
+
+def build(workdir, blob, stub_s, stub_lds, mode, flags, corrupt=None, request=0):
+    """corrupt: None, or (segment, offset) of a byte flipped after the digests."""
+    payload = bytearray((i * 31 + 7) & 0xFF for i in range(PAYLOAD_FILESZ))
+    payload += bytes(PAYLOAD_MEMSZ - PAYLOAD_FILESZ)
+    cmd = PREFIX + KEY + TEMPLATE
+    cmdline = bytearray(cmd + bytes(4096 - len(cmd)))
+    p = params(mode, flags, request, [(PAYLOAD_ADDR, bytes(payload[:PAYLOAD_FILESZ]),
+                                       PAYLOAD_MEMSZ),
+                                      (CMDLINE_ADDR, bytes(cmdline), len(cmdline))])
     blob = bytearray(blob)
     blob[PARAMS_OFFSET:PARAMS_OFFSET + PARAMS_SIZE] = p
     if corrupt:
-        payload[-1] ^= 1  # after the digest was recorded
+        (payload, cmdline)[corrupt[0]][corrupt[1]] ^= 1
 
     for name, data in (("purgatory.bin", blob), ("payload.bin", payload),
                        ("cmdline.bin", cmdline)):
@@ -120,7 +141,7 @@ def real_kernel(workdir, blob, stub_s, stub_lds, tool, vmlinuz, corrupt):
             else:
                 extra += ["-device", "loader,file=%s,addr=%s,force-raw=on" % (w[2], w[1])]
     extra += ["-device", "loader,addr=%#x,data=%s,data-len=8" % (HANDOFF_ENTRY, entry)]
-    build(workdir, blob, stub_s, stub_lds, MODE_VERIFIED, 0, False)
+    build(workdir, blob, stub_s, stub_lds, MODE_VERIFIED, 0)
     rc, out = boot(workdir, "max", extra, memory="512")
     started = "Linux version 6.1.0-57-cloud-amd64" in out
     if corrupt:
@@ -148,20 +169,34 @@ def main():
 
     # (name, mode, flags, corrupt, cpu, sha256_impl_request, expect kernel, expect
     # in serial: a regular expression). Without a request purgatory picks the
-    # implementation it measures fastest: under TCG that is generic C ('g'),
-    # as emulated AVX2 is slower; 'a' is accepted too.
-    AVX2_REQUEST = 2  # SHA256_IMPL_AVX2 + 1
+    # implementation it measures fastest; under TCG either is accepted.
+    GENERIC_REQUEST, AVX2_REQUEST = 1, 2  # Sha256Impl + 1
+    seg0 = r"SHA-256 mismatch: segment 0 at 0x0000000000400000 size 0x0000000000012000"
     cases = [
-        ("verified", MODE_VERIFIED, 0, False, "max", 0, True, r",v,[ag]"),
-        ("verified-avx2", MODE_VERIFIED, 0, False, "max", AVX2_REQUEST, True, r",v,a"),
-        ("verified-corrupt", MODE_VERIFIED, 0, True, "max", 0, False,
-         r"upgraded purgatory: SHA-256 mismatch: segment 0 at 0x0000000000400000"),
-        ("fast-corrupt", MODE_FAST, 0, True, "max", 0, True, r",f,-"),
-        ("verified-generic", MODE_VERIFIED, 0, False, "max,-avx2", AVX2_REQUEST, True, r",v,g"),
-        ("panic", MODE_VERIFIED, FLAG_PANIC, False, "max", 0, True, r",p,[ag]"),
-        ("panic-fast", MODE_FAST, FLAG_PANIC, False, "max", 0, False,
+        ("verified", MODE_VERIFIED, 0, None, "max", 0, True, r",v,[ag]"),
+        ("verified-avx2", MODE_VERIFIED, 0, None, "max", AVX2_REQUEST, True, r",v,a"),
+        ("fast-corrupt", MODE_FAST, 0, (0, PAYLOAD_FILESZ - 1), "max", 0, True, r",f,-"),
+        ("verified-generic", MODE_VERIFIED, 0, None, "max,-avx2", AVX2_REQUEST, True, r",v,g"),
+        ("panic", MODE_VERIFIED, FLAG_PANIC, None, "max", 0, True, r",p,[ag]"),
+        ("panic-fast", MODE_FAST, FLAG_PANIC, None, "max", 0, False,
          r"panic image in fast mode"),
     ]
+    # A corruption in every chunk of every segment, and in the zero-filled rest,
+    # with each implementation the TCG CPU offers: refused, reset, no kernel.
+    for impl, request in (("avx2", AVX2_REQUEST), ("generic", GENERIC_REQUEST)):
+        for k in range(PAYLOAD_FILESZ // CHUNK_SIZE):
+            off = k * CHUNK_SIZE + (CHUNK_SIZE - 1 if k % 2 else 5)
+            cases.append(("corrupt-%s-s0c%d" % (impl, k), MODE_VERIFIED, 0, (0, off), "max",
+                          request, False, seg0 + r", chunk %d at 0x%016x size 0x%016x;" %
+                          (k, PAYLOAD_ADDR + k * CHUNK_SIZE, CHUNK_SIZE)))
+        cases.append(("corrupt-%s-s1c0" % impl, MODE_VERIFIED, 0, (1, 4000), "max", request,
+                      False, r"SHA-256 mismatch: segment 1 at 0x0000000000500000 size "
+                      r"0x0000000000001000, chunk 0 at "))
+        cases.append(("corrupt-%s-padding" % impl, MODE_VERIFIED, 0, (0, PAYLOAD_MEMSZ - 3),
+                      "max", request, False,
+                      r"non-zero byte in the zero padding: segment 0 at 0x0000000000400000 "
+                      r"size 0x0000000000012000, byte at 0x%016x;" %
+                      (PAYLOAD_ADDR + PAYLOAD_MEMSZ - 3)))
     failed = 0
     with tempfile.TemporaryDirectory(prefix="test-loader-qemu.") as workdir:
         for name, mode, flags, corrupt, cpu, request, want_kernel, want in cases:

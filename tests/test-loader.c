@@ -3,7 +3,8 @@
 /*
  * The segment builder against crafted /sys and /proc trees (opts.root): where
  * each segment lands for a given memory map, what boot_params and the command
- * line contain, that digests cover the zero padding, the panic image's
+ * line contain, that chunk digests cover the file part of every segment (its
+ * zero-filled rest is left to purgatory's zero check), the panic image's
  * confinement to the crash reservation, every named refusal, and the
  * usability checks (lockdown, EFI, kexec_load_disabled). The kexec_load syscall
  * itself is only called where the kernel has no kexec (expects ENOSYS).
@@ -250,23 +251,33 @@ static void test_loader_build_machine_map(void **state) {
 	assert_int_equal(pp->mode, PURGATORY_MODE_VERIFIED);
 	assert_int_equal(pp->flags, 0);
 	assert_int_equal(pp->console_port, 0x3f8);
-	assert_int_equal(pp->nr_digests, 3);
+	assert_int_equal(pp->nr_segments, 3);
 	/* The params live inside the purgatory segment at the agreed offset. */
 	assert_ptr_equal((const uint8_t *)pp,
 	                 (const uint8_t *)s[LOADER_SEG_PURGATORY].buf + PURGATORY_PARAMS_OFFSET);
 
-	/* Digests cover each segment up to memsz, zero padding included. */
-	for (unsigned i = 0; i < pp->nr_digests; i++) {
+	/* Each segment's file part in chunks of chunk_size, numbered in order,
+	 * each chunk's digest the plain SHA-256 of its bytes; memsz as placed. */
+	assert_true(pp->chunk_size >= PURGATORY_CHUNK_SIZE_MIN);
+	for (unsigned i = 0, next = 0; i < pp->nr_segments; i++) {
 		const struct loader_segment *seg = &s[i];
-		_cleanup_free_ uint8_t *padded = calloc(1, seg->memsz);
-		uint8_t d[SHA256_DIGEST_SIZE];
+		const struct purgatory_segment *ps = &pp->segments[i];
 
-		assert_non_null(padded);
-		memcpy(padded, seg->buf, seg->bufsz);
-		sha256_digest_impl(SHA256_IMPL_GENERIC, padded, seg->memsz, d);
-		assert_int_equal(pp->digests[i].addr, seg->mem);
-		assert_int_equal(pp->digests[i].size, seg->memsz);
-		assert_memory_equal(pp->digests[i].sha256, d, sizeof(d));
+		assert_int_equal(ps->addr, seg->mem);
+		assert_int_equal(ps->filesz, seg->bufsz);
+		assert_int_equal(ps->memsz, seg->memsz);
+		assert_int_equal(ps->first_chunk, next);
+		assert_int_equal(ps->nr_chunks, (seg->bufsz + pp->chunk_size - 1) / pp->chunk_size);
+		for (unsigned k = 0; k < ps->nr_chunks; k++) {
+			uint64_t off = k * pp->chunk_size;
+			uint8_t d[SHA256_DIGEST_SIZE];
+
+			sha256_digest_impl(SHA256_IMPL_GENERIC, (const uint8_t *)seg->buf + off,
+			                   MIN(pp->chunk_size, seg->bufsz - off), d);
+			assert_memory_equal(pp->chunk_sha256[next + k], d, sizeof(d));
+		}
+		next += ps->nr_chunks;
+		assert_int_equal(pp->nr_chunks, i + 1 == pp->nr_segments ? next : pp->nr_chunks);
 	}
 	assert_memory_equal(s[LOADER_SEG_INITRD].buf, f->initrd, INITRD_SIZE);
 
@@ -549,7 +560,7 @@ static void test_loader_build_cmdline_refusals(void **state) {
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
 	assert_string_equal(loader_image_cmdline(img),
 	                    PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE);
-	assert_int_equal(loader_image_params(img)->nr_digests, 2); /* no initrd segment */
+	assert_int_equal(loader_image_params(img)->nr_segments, 2); /* no initrd segment */
 	loader_image_free(img);
 }
 

@@ -12,43 +12,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <openssl/evp.h>
 
 #include "macros.h"
+#include "sha256-test-util.h"
 #include "sha256.h"
-
-static void hex(const uint8_t *d, size_t n, char *ret) {
-	for (size_t i = 0; i < n; i++)
-		sprintf(ret + 2 * i, "%02x", d[i]);
-}
-
-static void reference_sha256(const void *data, size_t size, uint8_t ret[SHA256_DIGEST_SIZE]) {
-	unsigned len = 0;
-
-	assert_int_equal(EVP_Digest(data, size, ret, &len, EVP_sha256(), NULL), 1);
-	assert_int_equal(len, SHA256_DIGEST_SIZE);
-}
-
-/* Deterministic test data (xorshift), so a failure is reproducible. */
-static void fill(uint8_t *p, size_t n, uint32_t seed) {
-	uint32_t x = seed | 1;
-
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = x >> 24;
-	}
-}
-
-static bool impl_usable(Sha256Impl impl) {
-	bool ok = sha256_impl_supported(impl);
-
-	if (!ok)
-		print_message("[ INFO     ] %s not offered by this CPU, skipped\n",
-		              sha256_impl_to_string(impl));
-	return ok;
-}
 
 static void assert_digest_hex(Sha256Impl impl, const void *data, size_t size,
                               const char *expected) {
@@ -226,11 +193,6 @@ static void test_sha256_impl_selection(void **state) {
 	assert_int_equal(sha256_impl_from_string(NULL), _SHA256_IMPL_INVALID);
 	assert_null(sha256_impl_to_string(_SHA256_IMPL_MAX));
 	assert_false(sha256_impl_supported(_SHA256_IMPL_INVALID));
-
-	/* Calibration picks a supported implementation. */
-	assert_true(sha256_impl_supported(sha256_impl_calibrate()));
-	print_message("[ INFO     ] measured fastest here: %s\n",
-	              sha256_impl_to_string(sha256_impl_calibrate()));
 
 	sha256_init_impl(&ctx, _SHA256_IMPL_INVALID);
 	assert_int_equal(ctx.impl, SHA256_IMPL_GENERIC);

@@ -19,7 +19,7 @@ int digest_file(int fd, char ret_hex[DIGEST_SHA256_HEX_SIZE], uint64_t *ret_size
 	if (fd < 0 || !ret_hex)
 		return -EINVAL;
 
-	/* CPUID's choice, not sha256_impl_calibrate(): on hardware it is the fastest,
+	/* CPUID's choice, not sha256_mb_calibrate(): on hardware it is the fastest,
 	 * and the daemon never runs under an emulator that inverts the order. */
 	sha256_init_impl(&c, sha256_impl_best());
 	for (;;) {

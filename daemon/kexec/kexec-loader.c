@@ -45,15 +45,7 @@ int kexec_loader_memory_map_unchanged(const char *root) {
 }
 
 uint64_t kexec_loader_verified_bytes(void) {
-	const struct purgatory_params *pp;
-	uint64_t n = 0;
-
-	if (!images[0])
-		return 0;
-	pp = loader_image_params(images[0]);
-	for (unsigned i = 0; i < pp->nr_digests; i++)
-		n += pp->digests[i].size;
-	return n;
+	return images[0] ? loader_params_verified_bytes(loader_image_params(images[0])) : 0;
 }
 
 static int submit(const struct loader_image *img) {
