@@ -129,6 +129,9 @@ typedef struct Policy {
 	uint64_t pause_timeout_usec; /* a VM's pause failing after it: commit rolled back */
 	unsigned save_parallel;
 
+	/* [Metrics] */
+	char *metrics_dir; /* node_exporter's textfile directory (daemon/metrics/) */
+
 	PolicyVmRule *rules;
 	size_t n_rules;
 } Policy;
