@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "cli-bus.h"
 #include "cli-json.h"
 #include "config.h"
 #include "json-util.h"
@@ -49,6 +50,7 @@ static bool arg_value = false;
 static bool arg_reuse_cmdline = false;
 static bool arg_dry_run = false;
 static uint64_t arg_wait_timeout = WAIT_TIMEOUT_USEC;
+static const char *arg_host = NULL;
 static const char *arg_initrd = NULL;
 static const char *arg_cmdline = NULL;
 static char **arg_properties = NULL;
@@ -656,6 +658,7 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 
 #define COMMON_OPTIONS_TEXT                                                                     \
 	"    --no-ask-password  Do not ask for a password (polkit interactive authorization)\n" \
+	"    -H, --host=[USER@]HOST[:PORT]  Talk to upgraded on HOST over SSH\n"                \
 	"    -h, --help         Show this help\n"
 
 static const Verb verbs[] = {
@@ -812,7 +815,9 @@ static void help(void) {
 	       "    --wait-timeout=SEC Limit of --wait and watch (default 600, 0: none; exit 10)\n"
 	       "    --version          Show the version\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	       "\nENVIRONMENT\n"
-	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus)\n");
+	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus; not\n"
+	       "                             with -H, which runs `ssh -xT [-p PORT] [USER@]HOST\n"
+	       "                             systemd-stdio-bridge` like systemctl -H)\n");
 }
 
 int main(int argc, char *argv[]) {
@@ -830,6 +835,7 @@ int main(int argc, char *argv[]) {
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },
 		{ "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
@@ -850,10 +856,13 @@ int main(int argc, char *argv[]) {
 	int c, r, ret;
 
 	log_set_prefix("upgradectl");
-	while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0)
+	while ((c = getopt_long(argc, argv, "hH:p:", options, NULL)) >= 0)
 		switch (c) {
 		case 'h':
 			want_help = true;
+			break;
+		case 'H':
+			arg_host = optarg;
 			break;
 		case ARG_VERSION:
 			printf("upgradectl %s\n", PACKAGE_VERSION);
@@ -931,10 +940,9 @@ int main(int argc, char *argv[]) {
 		goto out;
 	}
 
-	r = sd_bus_open_system(&bus);
+	r = cli_bus_open(arg_host, &bus);
 	if (r < 0) {
-		fprintf(stderr, "Cannot connect to the system bus: %s\n", strerror(-r));
-		ret = EXIT_NO_SERVICE;
+		ret = r == -EINVAL ? EXIT_USAGE : EXIT_NO_SERVICE;
 		goto out;
 	}
 	(void)sd_bus_set_allow_interactive_authorization(bus, arg_ask_password);

@@ -13,6 +13,9 @@
 #                                 update $ID is done and its report written
 #   free_port                     a free TCP port on 127.0.0.1
 #   stop_pid PID                  SIGTERM and wait (only a PID this test started)
+#   fleet_cleanup PIDS FILES...   the EXIT trap: stops PIDS (a word list: services, then the
+#                                 daemon and the bus), prints the daemon logs and FILES when a
+#                                 check failed, removes $T
 #
 # Needs T, ROOT, UPGRADED, CTL, MAKE_BZIMAGE set.
 
@@ -56,4 +59,16 @@ stop_pid() {
         kill "$1" 2>/dev/null
         wait "$1" 2>/dev/null
         return 0
+}
+
+fleet_cleanup() {
+        local pid f
+        for pid in $1; do stop_pid "$pid"; done
+        shift
+        if [ "$failures" -ne 0 ]; then
+                for f in "$T"/daemon-*.log "$@"; do
+                        [ -e "$f" ] && { echo "--- $f"; cat "$f"; }
+                done
+        fi
+        rm -rf "$T"
 }

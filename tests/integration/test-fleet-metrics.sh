@@ -28,18 +28,7 @@ DBUS_PID= DAEMON_PID= NE_PID=
 . "$(dirname "$0")/fleet-lib.sh"
 PROM=$ROOT$TEXTFILE_DIR/upgraded.prom
 
-cleanup() {
-        stop_pid "$NE_PID"
-        stop_pid "$DAEMON_PID"
-        stop_pid "$DBUS_PID"
-        if [ "$failures" -ne 0 ]; then
-                echo "--- daemon logs"; cat "$T"/daemon-*.log
-                echo "--- node_exporter"; cat "$T/node-exporter.log" 2>/dev/null
-                echo "--- $PROM"; cat "$PROM" 2>/dev/null
-        fi
-        [ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
+trap 'fleet_cleanup "$NE_PID $DAEMON_PID $DBUS_PID" "$T/node-exporter.log" "$PROM"' EXIT
 
 # has_line REGEX: a line of the textfile matches (whole line).
 has_line() { grep -qxE -- "$1" "$PROM"; }
