@@ -21,6 +21,7 @@
 #include "log.h"
 #include "macros.h"
 #include "policy.h"
+#include "report-html.h"
 #include "report-print.h"
 #include "string-util.h"
 #include "upgrade-bus.h"
@@ -51,6 +52,8 @@ static bool arg_reuse_cmdline = false;
 static bool arg_dry_run = false;
 static uint64_t arg_wait_timeout = WAIT_TIMEOUT_USEC;
 static const char *arg_host = NULL;
+static bool arg_html = false;
+static const char *arg_output = NULL;
 static const char *arg_initrd = NULL;
 static const char *arg_cmdline = NULL;
 static char **arg_properties = NULL;
@@ -541,6 +544,10 @@ static int verb_report(sd_bus *bus, char **args, unsigned n) {
 	o = json_tokener_parse(json);
 	if (!o)
 		return fail_bus("Bad report", NULL, -EBADMSG);
+	if (arg_html) {
+		r = report_html_write(o, arg_output);
+		return r < 0 ? fail_bus("Cannot write the HTML report", NULL, r) : EXIT_OK;
+	}
 
 	report_print(o, stdout);
 	return EXIT_OK;
@@ -761,7 +768,7 @@ static const Verb verbs[] = {
 	  "\nEXAMPLES\n    upgradectl list\n" },
 	{ "report", 0, 1, verb_report,
 	  "NAME\n    upgradectl report - show the report of a finished update\n\n"
-	  "SYNOPSIS\n    upgradectl report [ID] [--json]\n\n"
+	  "SYNOPSIS\n    upgradectl report [ID] [--json | --html [-o FILE]]\n\n"
 	  "DESCRIPTION\n"
 	  "    Shows the report of update ID, or of the last finished update: result, old\n"
 	  "    and new kernel, backend, handoff mode and why the policy chose it, the\n"
@@ -772,8 +779,12 @@ static const Verb verbs[] = {
 	  "    carry the timebase uncertainty). The schema is docs/report.schema.json,\n"
 	  "    documented in docs/report.md.\n\n"
 	  "OPTIONS\n"
-	  "    --json             Print GetReport() unchanged\n" COMMON_OPTIONS_TEXT
-	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n" },
+	  "    --json             Print GetReport() unchanged\n"
+	  "    --html             One self-contained HTML page (inline SVG, no network\n"
+	  "                       access): the phases, purgatory, boot gaps, a bar per VM\n"
+	  "    -o, --output=FILE  Write the page to FILE instead of stdout\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n"
+	  "    upgradectl -H root@host1 report --html -o host1.html\n" },
 	{ "show", 0, 1, verb_show,
 	  "NAME\n    upgradectl show - print bus properties\n\n"
 	  "SYNOPSIS\n    upgradectl show [ID] [-p NAME]... [--value]\n\n"
@@ -832,10 +843,13 @@ int main(int argc, char *argv[]) {
 		ARG_REUSE_CMDLINE,
 		ARG_DRY_RUN,
 		ARG_WAIT_TIMEOUT,
+		ARG_HTML,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "host", required_argument, NULL, 'H' },
+		{ "html", no_argument, NULL, ARG_HTML },
+		{ "output", required_argument, NULL, 'o' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },
 		{ "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
@@ -856,13 +870,19 @@ int main(int argc, char *argv[]) {
 	int c, r, ret;
 
 	log_set_prefix("upgradectl");
-	while ((c = getopt_long(argc, argv, "hH:p:", options, NULL)) >= 0)
+	while ((c = getopt_long(argc, argv, "hH:o:p:", options, NULL)) >= 0)
 		switch (c) {
 		case 'h':
 			want_help = true;
 			break;
 		case 'H':
 			arg_host = optarg;
+			break;
+		case ARG_HTML:
+			arg_html = true;
+			break;
+		case 'o':
+			arg_output = optarg;
 			break;
 		case ARG_VERSION:
 			printf("upgradectl %s\n", PACKAGE_VERSION);
@@ -922,6 +942,11 @@ int main(int argc, char *argv[]) {
 			ret = EXIT_USAGE;
 			goto out;
 		}
+	}
+	if (arg_output && !arg_html) {
+		fprintf(stderr, "-o/--output= writes the page of report --html only.\n");
+		ret = EXIT_USAGE;
+		goto out;
 	}
 	if (want_help || !verb) {
 		if (verb)
