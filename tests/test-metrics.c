@@ -7,10 +7,9 @@
 #include <sys/stat.h>
 
 #include "fileio.h"
+#include "json-util.h"
 #include "macros.h"
 #include "metrics.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 static const char *const idle_describe =
         "{\"State\":\"idle\",\"RunningKernel\":\"6.1.0-57-cloud-amd64\","

@@ -9,10 +9,9 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "json-util.h"
 #include "macros.h"
 #include "metrics.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 /* Every state Describe() reports as "State" (idle, or the active update's). */
 static const char *const daemon_states[] = { "idle", "staged", "committing", "completing" };
