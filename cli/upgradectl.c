@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "cli-bus.h"
 #include "cli-json.h"
 #include "config.h"
 #include "json-util.h"
@@ -20,6 +21,7 @@
 #include "log.h"
 #include "macros.h"
 #include "policy.h"
+#include "report-html.h"
 #include "report-print.h"
 #include "string-util.h"
 #include "upgrade-bus.h"
@@ -49,6 +51,9 @@ static bool arg_value = false;
 static bool arg_reuse_cmdline = false;
 static bool arg_dry_run = false;
 static uint64_t arg_wait_timeout = WAIT_TIMEOUT_USEC;
+static const char *arg_host = NULL;
+static bool arg_html = false;
+static const char *arg_output = NULL;
 static const char *arg_initrd = NULL;
 static const char *arg_cmdline = NULL;
 static char **arg_properties = NULL;
@@ -539,6 +544,10 @@ static int verb_report(sd_bus *bus, char **args, unsigned n) {
 	o = json_tokener_parse(json);
 	if (!o)
 		return fail_bus("Bad report", NULL, -EBADMSG);
+	if (arg_html) {
+		r = report_html_write(o, arg_output);
+		return r < 0 ? fail_bus("Cannot write the HTML report", NULL, r) : EXIT_OK;
+	}
 
 	report_print(o, stdout);
 	return EXIT_OK;
@@ -656,6 +665,7 @@ static int verb_show(sd_bus *bus, char **args, unsigned n) {
 
 #define COMMON_OPTIONS_TEXT                                                                     \
 	"    --no-ask-password  Do not ask for a password (polkit interactive authorization)\n" \
+	"    -H, --host=[USER@]HOST[:PORT]  Talk to upgraded on HOST over SSH\n"                \
 	"    -h, --help         Show this help\n"
 
 static const Verb verbs[] = {
@@ -758,7 +768,7 @@ static const Verb verbs[] = {
 	  "\nEXAMPLES\n    upgradectl list\n" },
 	{ "report", 0, 1, verb_report,
 	  "NAME\n    upgradectl report - show the report of a finished update\n\n"
-	  "SYNOPSIS\n    upgradectl report [ID] [--json]\n\n"
+	  "SYNOPSIS\n    upgradectl report [ID] [--json | --html [-o FILE]]\n\n"
 	  "DESCRIPTION\n"
 	  "    Shows the report of update ID, or of the last finished update: result, old\n"
 	  "    and new kernel, backend, handoff mode and why the policy chose it, the\n"
@@ -769,8 +779,12 @@ static const Verb verbs[] = {
 	  "    carry the timebase uncertainty). The schema is docs/report.schema.json,\n"
 	  "    documented in docs/report.md.\n\n"
 	  "OPTIONS\n"
-	  "    --json             Print GetReport() unchanged\n" COMMON_OPTIONS_TEXT
-	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n" },
+	  "    --json             Print GetReport() unchanged\n"
+	  "    --html             One self-contained HTML page (inline SVG, no network\n"
+	  "                       access): the phases, purgatory, boot gaps, a bar per VM\n"
+	  "    -o, --output=FILE  Write the page to FILE instead of stdout\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n"
+	  "    upgradectl -H root@host1 report --html -o host1.html\n" },
 	{ "show", 0, 1, verb_show,
 	  "NAME\n    upgradectl show - print bus properties\n\n"
 	  "SYNOPSIS\n    upgradectl show [ID] [-p NAME]... [--value]\n\n"
@@ -812,7 +826,9 @@ static void help(void) {
 	       "    --wait-timeout=SEC Limit of --wait and watch (default 600, 0: none; exit 10)\n"
 	       "    --version          Show the version\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	       "\nENVIRONMENT\n"
-	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus)\n");
+	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus; not\n"
+	       "                             with -H, which runs `ssh -xT [-p PORT] [USER@]HOST\n"
+	       "                             systemd-stdio-bridge` like systemctl -H)\n");
 }
 
 int main(int argc, char *argv[]) {
@@ -827,9 +843,13 @@ int main(int argc, char *argv[]) {
 		ARG_REUSE_CMDLINE,
 		ARG_DRY_RUN,
 		ARG_WAIT_TIMEOUT,
+		ARG_HTML,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "html", no_argument, NULL, ARG_HTML },
+		{ "output", required_argument, NULL, 'o' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },
 		{ "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
@@ -850,10 +870,19 @@ int main(int argc, char *argv[]) {
 	int c, r, ret;
 
 	log_set_prefix("upgradectl");
-	while ((c = getopt_long(argc, argv, "hp:", options, NULL)) >= 0)
+	while ((c = getopt_long(argc, argv, "hH:o:p:", options, NULL)) >= 0)
 		switch (c) {
 		case 'h':
 			want_help = true;
+			break;
+		case 'H':
+			arg_host = optarg;
+			break;
+		case ARG_HTML:
+			arg_html = true;
+			break;
+		case 'o':
+			arg_output = optarg;
 			break;
 		case ARG_VERSION:
 			printf("upgradectl %s\n", PACKAGE_VERSION);
@@ -914,6 +943,11 @@ int main(int argc, char *argv[]) {
 			goto out;
 		}
 	}
+	if (arg_output && !arg_html) {
+		fprintf(stderr, "-o/--output= writes the page of report --html only.\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	if (want_help || !verb) {
 		if (verb)
 			fputs(verb->help, stdout);
@@ -931,10 +965,9 @@ int main(int argc, char *argv[]) {
 		goto out;
 	}
 
-	r = sd_bus_open_system(&bus);
+	r = cli_bus_open(arg_host, &bus);
 	if (r < 0) {
-		fprintf(stderr, "Cannot connect to the system bus: %s\n", strerror(-r));
-		ret = EXIT_NO_SERVICE;
+		ret = r == -EINVAL ? EXIT_USAGE : EXIT_NO_SERVICE;
 		goto out;
 	}
 	(void)sd_bus_set_allow_interactive_authorization(bus, arg_ask_password);

@@ -25,6 +25,7 @@
 #include "measure.h"
 #include "log.h"
 #include "macros.h"
+#include "metrics.h"
 #include "path-util.h"
 #include "policy.h"
 #include "string-util.h"
@@ -106,6 +107,27 @@ static int crash_points_setup(Context *c) {
 	return 0;
 }
 #endif
+
+/* The node_exporter textfile (daemon/metrics/), from Describe() and the last report:
+ * at start and whenever the state settled. Best effort: an update never waits for its
+ * metrics, and a host without node_exporter (no directory) gets none. */
+static void write_metrics(Context *c, void *userdata) {
+	_cleanup_free_ char *dir = NULL, *describe = NULL, *report = NULL;
+	const Policy *p = context_policy(c);
+	int r;
+
+	if (path_prefix_root(context_root(c), p ? p->metrics_dir : METRICS_DEFAULT_DIR, &dir) < 0 ||
+	    context_describe(c, &describe) < 0)
+		return;
+	if (context_last_report(c))
+		(void)context_get_report(c, context_last_report(c), &report, NULL);
+	r = metrics_refresh(dir, describe, report, PACKAGE_VERSION);
+	if (r == -ENOENT)
+		log_debug("No directory '%s' (node_exporter not installed): no metrics written.",
+		          dir);
+	else if (r < 0)
+		log_warning_errno(r, "Failed to write the metrics to '%s', ignoring: %m", dir);
+}
 
 typedef struct Args {
 	const char *root;
@@ -338,7 +360,10 @@ static int recover_job_run(Job *j, void *userdata) {
 }
 
 static void recover_job_done(Job *j, int r, void *userdata) {
-	manager_notify_status(userdata);
+	Manager *mgr = userdata;
+
+	manager_notify_status(mgr);
+	write_metrics(mgr->context, NULL); /* at start, once the state is resolved */
 }
 
 /* While jobs run (restores on the new kernel, a commit's saves), systemd's start or stop
@@ -514,6 +539,7 @@ static int run(int argc, char *argv[]) {
 	r = context_load(c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to read the update records: %m");
+	context_set_settled(c, write_metrics, NULL);
 	(void)measure_daemon_start(measure, c);
 
 	/* The bus name first: the recovery (on the new kernel: the VM restores) runs as a job

@@ -99,6 +99,7 @@ static const Setting settings[] = {
 	{ "VM", "PauseTimeoutSec", SETTING_PAUSE_SECONDS, false },
 	{ "VM", "SaveParallel", SETTING_PARALLEL, false },
 	{ "VM", "MemoryBackingDir", SETTING_BACKING_DIR, false },
+	{ "Metrics", "TextfileDirectory", SETTING_PATH, false },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
 	{ NULL, "Metadata", SETTING_METADATA, true },
 	{ NULL, "MemoryAbove", SETTING_SIZE_OR_NONE, false },
@@ -106,10 +107,12 @@ static const Setting settings[] = {
 	{ NULL, "Strategy", SETTING_STRATEGY, false },
 };
 
-static const char *const known_sections[] = { "Handoff", "Paths", "Commit", "VM" };
+static const char *const known_sections[] = { "Handoff", "Paths", "Commit", "VM", "Metrics" };
 
 /* libvirt's QEMU driver writes managed-save images (the checkpoints) here. */
 #define DEFAULT_CHECKPOINT_DIR "/var/lib/libvirt/qemu/save"
+/* Debian's prometheus-node-exporter: its textfile collector's directory. */
+#define DEFAULT_METRICS_DIR    "/var/lib/prometheus/node-exporter"
 static const char *const default_allowed_roots[] = { "/boot", "/var/lib/upgraded/images" };
 #define DEFAULT_MARGIN_PERCENT   10
 #define DEFAULT_SHUTDOWN_TIMEOUT 120
@@ -134,6 +137,7 @@ void policy_free(Policy *p) {
 	strv_free(p->allowed_roots);
 	free(p->checkpoint_dir);
 	free(p->memory_backing_dir);
+	free(p->metrics_dir);
 	for (size_t i = 0; i < p->n_rules; i++)
 		rule_done(&p->rules[i]);
 	free(p->rules);
@@ -166,7 +170,8 @@ int policy_new_default(Policy **ret) {
 	p->max_vms = UINT64_MAX;
 	p->max_vm_memory = UINT64_MAX;
 	p->checkpoint_dir = strdup(DEFAULT_CHECKPOINT_DIR);
-	if (!p->checkpoint_dir)
+	p->metrics_dir = strdup(DEFAULT_METRICS_DIR);
+	if (!p->checkpoint_dir || !p->metrics_dir)
 		return -ENOMEM;
 	p->margin_is_percent = true;
 	p->free_space_margin = DEFAULT_MARGIN_PERCENT;
@@ -535,6 +540,37 @@ static int parse_path_list(ParseContext *c, const char *key, const char *value, 
 	return 1;
 }
 
+/* A directory setting (SETTING_PATH) to value, or to its default when value is NULL. */
+/* The directory settings: value, or NULL for the setting's default (none for
+ * MemoryBackingDir=, where libvirt's qemu.conf decides). */
+static int set_path(ParseContext *c, const Setting *s, const char *value) {
+	Policy *p = c->policy;
+	char **field;
+	const char *def;
+	char *d = NULL;
+
+	if (s->kind == SETTING_BACKING_DIR) {
+		field = &p->memory_backing_dir;
+		def = NULL;
+	} else if (streq(s->key, "TextfileDirectory")) {
+		field = &p->metrics_dir;
+		def = DEFAULT_METRICS_DIR;
+	} else {
+		field = &p->checkpoint_dir;
+		def = DEFAULT_CHECKPOINT_DIR;
+	}
+	if (value ?: def) {
+		d = strdup(value ?: def);
+		if (!d) {
+			c->oom = true;
+			return 1;
+		}
+	}
+	free(*field);
+	*field = d;
+	return 1;
+}
+
 static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, const char *value) {
 	Policy *p = c->policy;
 	unsigned long long u;
@@ -604,23 +640,11 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		p->max_vm_memory = v;
 		return 1;
 	case SETTING_PATH:
-	case SETTING_BACKING_DIR: {
-		char **target =
-		        s->kind == SETTING_PATH ? &p->checkpoint_dir : &p->memory_backing_dir;
-		char *d;
-
+	case SETTING_BACKING_DIR:
 		if (!path_is_normalized(value) || streq(value, "/"))
 			return context_error(c, "%s=: '%s' is not a normalized absolute directory",
 			                     s->key, value);
-		d = strdup(value);
-		if (!d) {
-			c->oom = true;
-			return 1;
-		}
-		free(*target);
-		*target = d;
-		return 1;
-	}
+		return set_path(c, s, value);
 	case SETTING_MARGIN: {
 		size_t n = strlen(value);
 
@@ -721,21 +745,9 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 	case SETTING_SIZE_LIMIT:
 		p->max_vm_memory = UINT64_MAX;
 		break;
-	case SETTING_PATH: {
-		char *d = strdup(DEFAULT_CHECKPOINT_DIR);
-
-		if (!d) {
-			c->oom = true;
-			break;
-		}
-		free(p->checkpoint_dir);
-		p->checkpoint_dir = d;
-		break;
-	}
+	case SETTING_PATH:
 	case SETTING_BACKING_DIR:
-		free(p->memory_backing_dir);
-		p->memory_backing_dir = NULL;
-		break;
+		return set_path(c, s, NULL);
 	case SETTING_MARGIN:
 		p->margin_is_percent = true;
 		p->free_space_margin = DEFAULT_MARGIN_PERCENT;

@@ -130,6 +130,9 @@ typedef struct Policy {
 	unsigned save_parallel;
 	char *memory_backing_dir; /* NULL: libvirt's qemu.conf memory_backing_dir */
 
+	/* [Metrics] */
+	char *metrics_dir; /* node_exporter's textfile directory (daemon/metrics/) */
+
 	PolicyVmRule *rules;
 	size_t n_rules;
 } Policy;

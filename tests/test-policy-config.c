@@ -50,6 +50,7 @@ static void assert_defaults(const Policy *p) {
 	assert_true(p->max_vm_memory == UINT64_MAX);
 	/* The free-space check looks where libvirt writes managed-save images. */
 	assert_string_equal(p->checkpoint_dir, "/var/lib/libvirt/qemu/save");
+	assert_string_equal(p->metrics_dir, "/var/lib/prometheus/node-exporter");
 	assert_true(p->margin_is_percent);
 	assert_true(p->free_space_margin == 10);
 	assert_int_equal(p->default_strategy, POLICY_VM_CHECKPOINT);
@@ -116,7 +117,9 @@ static void test_values(void **state) {
 	                       "DefaultStrategy=shutdown\n"
 	                       "ShutdownTimeoutSec=30\n"
 	                       "PauseTimeoutSec=3\n"
-	                       "SaveParallel=4\n",
+	                       "SaveParallel=4\n"
+	                       "[Metrics]\n"
+	                       "TextfileDirectory=/run/prometheus\n",
 	                       &p, &e),
 	                 0);
 	assert_int_equal(p->mode, POLICY_HANDOFF_MODE_FAST);
@@ -132,6 +135,7 @@ static void test_values(void **state) {
 	assert_true(p->max_vms == 10);
 	assert_true(p->max_vm_memory == 256 * GiB);
 	assert_string_equal(p->checkpoint_dir, "/srv/ckpt");
+	assert_string_equal(p->metrics_dir, "/run/prometheus");
 	assert_false(p->margin_is_percent);
 	assert_true(p->free_space_margin == 2 * GiB);
 	assert_int_equal(p->default_strategy, POLICY_VM_SHUTDOWN);
@@ -147,9 +151,11 @@ static void test_empty_assignment_resets(void **state) {
 	/* one file may not assign a scalar twice, but a list may be cleared and refilled */
 	assert_int_equal(parse("[Paths]\nAllowedRoots=\nAllowedRoots=/a /b\n"
 	                       "[Handoff]\nAllowTaint=O\nAllowTaint=\n"
-	                       "[Commit]\nMaxVMs=\n",
+	                       "[Commit]\nMaxVMs=\n"
+	                       "[Metrics]\nTextfileDirectory=\n",
 	                       &p, &e),
 	                 0);
+	assert_string_equal(p->metrics_dir, "/var/lib/prometheus/node-exporter");
 	assert_int_equal(strv_length(p->allowed_roots), 2);
 	assert_string_equal(p->allowed_roots[0], "/a");
 	assert_true(p->allow_taint == 0);
@@ -220,6 +226,7 @@ static void test_errors_table(void **state) {
 		{ "[Commit]\nMaxVMMemory=17179869184T\n", 2, "is not a size" },
 		{ "[Commit]\nCheckpointDir=relative\n", 2, "not a normalized absolute directory" },
 		{ "[Commit]\nCheckpointDir=/\n", 2, "not a normalized absolute directory" },
+		{ "[Metrics]\nTextfileDirectory=a/b\n", 2, "not a normalized absolute directory" },
 		{ "[Commit]\nFreeSpaceMargin=5000%\n", 2, "percentage" },
 		{ "[Commit]\nFreeSpaceMargin=%\n", 2, "percentage" },
 		{ "[VM]\nDefaultStrategy=hibernate\n", 2,

@@ -63,6 +63,9 @@ struct Context {
 
 	HandoffHold handoff_hold;
 	void *handoff_hold_userdata;
+
+	ContextSettled settled;
+	void *settled_userdata;
 };
 
 /* ---- records (context-records.c) ---- */

@@ -213,6 +213,8 @@ int context_finish(Context *c, Update *u, const char *result) {
 		r = context_write_report(c, u);
 	if (c->ops.finished)
 		c->ops.finished(c, u, result, c->ops_userdata);
+	if (c->settled)
+		c->settled(c, c->settled_userdata);
 	return r;
 }
 

@@ -302,6 +302,8 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		c->ops.update_added(c, staged, c->ops_userdata);
 	if (c->ops.manager_changed)
 		c->ops.manager_changed(c, c->ops_userdata);
+	if (c->settled)
+		c->settled(c, c->settled_userdata);
 	if (ret)
 		*ret = staged;
 	return 0;

@@ -359,3 +359,8 @@ void context_set_handoff_hold(Context *c, HandoffHold hold, void *userdata) {
 	c->handoff_hold = hold;
 	c->handoff_hold_userdata = userdata;
 }
+
+void context_set_settled(Context *c, ContextSettled settled, void *userdata) {
+	c->settled = settled;
+	c->settled_userdata = userdata;
+}

@@ -90,6 +90,11 @@ typedef int (*PersistHook)(Context *c, Update *u, unsigned step, void *userdata)
  * production daemon never sets it. */
 typedef void (*HandoffHold)(Context *c, Update *u, void *userdata);
 
+/* Told when the state the outside sees has settled: after a stage and after every
+ * finished update (done, failed or cancelled; its report written), never inside the
+ * commit path. upgraded.c refreshes the metrics textfile (daemon/metrics/) with it. */
+typedef void (*ContextSettled)(Context *c, void *userdata);
+
 typedef struct StageRequest {
 	const char *kernel;
 	const char *initrd;  /* "" or NULL: none */
@@ -168,6 +173,7 @@ void context_set_measure(Context *c, const ContextMeasure *m);
 void context_set_commit_check(Context *c, CommitCheck check, void *userdata);
 void context_set_persist_hook(Context *c, PersistHook hook, void *userdata);
 void context_set_handoff_hold(Context *c, HandoffHold hold, void *userdata);
+void context_set_settled(Context *c, ContextSettled settled, void *userdata);
 
 /* Where stage saved the firmware memory map for update id (the panic path's
  * ordinary kexec out of the crash kernel places the staged kernel with it). */

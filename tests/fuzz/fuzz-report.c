@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzzes the readers of a downtime report (/var/lib/upgraded/reports/<id>.json, returned by
- * GetReport): `upgradectl report` prints it with report_print(), the daemon announces it in the
+ * GetReport): `upgradectl report` prints it with report_print() (and report_html() with
+ * --html), the daemon announces it in the
  * journal with report_journal_fields(). Any JSON must print or be refused, never crash; every
  * journal field is KEY=value with an upper-case key.
  */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "macros.h"
+#include "report-html.h"
 #include "report-print.h"
 #include "report.h"
 
@@ -47,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	if (!o)
 		return 0;
 	report_print(o, null);
+	report_html(o, null);
 	if (report_journal_fields(o, "/var/lib/upgraded/reports/0123456789abcdef.json", &fields) >=
 	    0) {
 		check_fields(fields);
