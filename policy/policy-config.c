@@ -557,7 +557,7 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		r = policy_vm_strategy_from_string(value);
 		if (r < 0)
 			return context_error(
-			        c, "%s=: '%s' is not one of checkpoint, pause, shutdown, ignore",
+			        c, "%s=: '%s' is not one of checkpoint, keep-ram, shutdown, ignore",
 			        s->key, value);
 		if (rule) {
 			rule->strategy = (PolicyVmStrategy)r;

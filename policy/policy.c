@@ -25,7 +25,7 @@ static const char *const handoff_mode_table[_POLICY_HANDOFF_MODE_MAX] = {
 
 static const char *const strategy_table[_POLICY_VM_STRATEGY_MAX] = {
 	[POLICY_VM_CHECKPOINT] = "checkpoint",
-	[POLICY_VM_PAUSE] = "pause",
+	[POLICY_VM_KEEP_RAM] = "keep-ram",
 	[POLICY_VM_SHUTDOWN] = "shutdown",
 	[POLICY_VM_IGNORE] = "ignore",
 };
@@ -401,16 +401,16 @@ static int vm_refusals(const VmFacts *f, PolicyVmStrategy s, PolicyReasons *r) {
 			        "cannot be checkpointed",
 			        f->name);
 		return 0;
-	case POLICY_VM_PAUSE:
+	case POLICY_VM_KEEP_RAM:
 		if (!f->memory_preserved)
 			return policy_reasons_add(
-			        r, "pause-memory-lost", POLICY_REASON_BLOCKING,
-			        "VM '%s' cannot be paused across the update: guest "
-			        "memory does not survive kexec on this kernel",
+			        r, "keep-ram-memory-lost", POLICY_REASON_BLOCKING,
+			        "VM '%s' cannot keep its RAM across the update: its "
+			        "memory does not survive the kexec on this host",
 			        f->name);
 		if (f->has_hostdev)
 			return policy_reasons_add(
-			        r, "hostdev-pause", POLICY_REASON_BLOCKING,
+			        r, "hostdev-keep-ram", POLICY_REASON_BLOCKING,
 			        "VM '%s' has a passed-through host device: the device "
 			        "is reset by the new kernel",
 			        f->name);
@@ -535,7 +535,7 @@ static int commit_vms(const Policy *p, const CommitFacts *f, PolicyVerdict *v) {
 		}
 		if (vm->strategy == POLICY_VM_CHECKPOINT)
 			v->checkpoint_bytes = add_sat(v->checkpoint_bytes, vm->memory_bytes);
-		if (vm->strategy == POLICY_VM_CHECKPOINT || vm->strategy == POLICY_VM_PAUSE) {
+		if (vm->strategy == POLICY_VM_CHECKPOINT || vm->strategy == POLICY_VM_KEEP_RAM) {
 			n_kept++;
 			kept_memory = add_sat(kept_memory, vm->memory_bytes);
 		}

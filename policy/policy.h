@@ -76,7 +76,8 @@ typedef enum PolicyHandoffMode {
 
 typedef enum PolicyVmStrategy {
 	POLICY_VM_CHECKPOINT, /* save state to CheckpointDir (libvirt managed save), restore after */
-	POLICY_VM_PAUSE,      /* pause; memory stays in place across kexec (needs kernel support) */
+	POLICY_VM_KEEP_RAM,   /* device state saved, RAM kept in place on memory that survives
+	                         the kexec (persistent memory + DAX): memory_preserved */
 	POLICY_VM_SHUTDOWN,   /* clean guest shutdown, start again after the update */
 	POLICY_VM_IGNORE,     /* leave alone: the VM dies with the old kernel */
 	_POLICY_VM_STRATEGY_MAX,
@@ -268,7 +269,7 @@ typedef struct VmFacts {
 	uint64_t memory_bytes; /* current guest memory */
 	bool has_hostdev;      /* a passed-through host device (PCI/USB/mdev) */
 	bool persistent;       /* defined domain (a transient one vanishes on shutdown) */
-	bool memory_preserved; /* this kernel pair keeps guest memory across kexec */
+	bool memory_preserved; /* this VM's RAM is on memory that survives the kexec (keep-ram) */
 	/* the domain's upgraded metadata: children of <metadata> in the XML namespace
 	 * urn:upgraded:policy:1, element name = key, text = value (docs/policy.md) */
 	const PolicyMetadata *metadata;

@@ -614,9 +614,9 @@ static int results_from_decisions(const Update *u, VmResults **ret) {
 		    strlen(uuid) >= sizeof(v->uuid))
 			continue;
 		*v = (VmResult){ .strategy = s,
-			         .outcome = s == VM_STRATEGY_CHECKPOINT ? VM_OUTCOME_SAVING
-			                    : s == VM_STRATEGY_PAUSE    ? VM_OUTCOME_PAUSED
-			                                                : VM_OUTCOME_SHUTTING_DOWN,
+			         .outcome = s == VM_STRATEGY_CHECKPOINT || s == VM_STRATEGY_KEEP_RAM
+			                            ? VM_OUTCOME_SAVING
+			                            : VM_OUTCOME_SHUTTING_DOWN,
 			         .saved_bytes = -1 };
 		v->name = strdup(strempty(dec_str(dec, "name")));
 		if (!v->name) {
