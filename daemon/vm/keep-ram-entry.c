@@ -366,3 +366,17 @@ int keep_ram_hook_start(const char *state_dir, const char *xml, KeepRamEntry *re
 	*ret = e;
 	return 1;
 }
+
+int keep_ram_xml_qmp_socket(const char *xml, char **ret_path) {
+	static const char key[] = "socket,id=" KEEP_RAM_QMP_CHARDEV_ID ",path=";
+	const char *p = strstr(xml, key), *end;
+
+	if (!p)
+		return -ENOENT;
+	p += strlen(key);
+	end = p + strcspn(p, ",'\"<");
+	if (*end != ',' || end == p)
+		return -EBADMSG;
+	*ret_path = strndup(p, (size_t)(end - p));
+	return *ret_path ? 0 : -ENOMEM;
+}

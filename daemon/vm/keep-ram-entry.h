@@ -79,3 +79,7 @@ int keep_ram_xml_facts(const char *xml, char ret_uuid[static KEEP_RAM_UUID_LEN +
  * must fail so that libvirt aborts the start. *ret_msg (may be NULL) says what happened.
  */
 int keep_ram_hook_start(const char *state_dir, const char *xml, KeepRamEntry *ret, char **ret_msg);
+
+/* The socket path of the extra monitor keep-ram puts into the saved XML (-chardev
+ * socket,id=KEEP_RAM_QMP_CHARDEV_ID,path=...). -ENOENT when the XML has none. */
+int keep_ram_xml_qmp_socket(const char *xml, char **ret_path);

@@ -94,24 +94,29 @@ static void helper_log(FILE *f, const char *fmt, ...) {
 	fflush(f);
 }
 
-/* The detached child: capability on before migrate-incoming, off once it is over. */
-static int helper_run(const KeepRamEntry *e, FILE *log) {
+/*
+ * The detached child. With on: the capability on before migrate-incoming, off once the
+ * incoming migration is over. Without (a start that does not restore on kept RAM, but whose
+ * XML still carries the monitor, e.g. a checkpoint after a keep-ram restore): it only makes
+ * sure the capability is off, and lets QEMU, which waits for a client, go on.
+ */
+static int helper_run(const char *sock, bool on, FILE *log) {
 	uint64_t t0 = qmp_now(), deadline;
 	_cleanup_free_ char *error = NULL;
 	Qmp *q = NULL;
 	int k;
 
-	k = qmp_connect(e->qmp_socket, t0 + HELPER_CONNECT_USEC, &q);
+	k = qmp_connect(sock, t0 + HELPER_CONNECT_USEC, &q);
 	if (k < 0) {
-		helper_log(log, "connect '%s' failed: %s", e->qmp_socket, strerror(-k));
+		helper_log(log, "connect '%s' failed: %s", sock, strerror(-k));
 		return k;
 	}
-	k = qmp_negotiate_and_set(q, "x-ignore-shared", true, qmp_now() + HELPER_CONNECT_USEC,
+	k = qmp_negotiate_and_set(q, "x-ignore-shared", on, qmp_now() + HELPER_CONNECT_USEC,
 	                          &error);
-	helper_log(log, "x-ignore-shared on: %s after %.3f s", k < 0 ? strna(error) : "ok",
-	           (double)(qmp_now() - t0) / 1e6);
+	helper_log(log, "x-ignore-shared %s: %s after %.3f s", on ? "on" : "off",
+	           k < 0 ? strna(error) : "ok", (double)(qmp_now() - t0) / 1e6);
 	deadline = qmp_now() + HELPER_MIGRATE_USEC;
-	while (k >= 0) {
+	while (on && k >= 0) {
 		_cleanup_free_ char *status = NULL;
 
 		k = qmp_run_state(q, deadline, &status);
@@ -121,7 +126,7 @@ static int helper_run(const KeepRamEntry *e, FILE *log) {
 		}
 		usleep(HELPER_POLL_USEC);
 	}
-	if (k >= 0) {
+	if (on && k >= 0) {
 		free(error);
 		error = NULL;
 		k = qmp_execute(q,
@@ -130,18 +135,25 @@ static int helper_run(const KeepRamEntry *e, FILE *log) {
 		                "\"state\":false}]}}",
 		                qmp_now() + HELPER_CONNECT_USEC, NULL, &error);
 		helper_log(log, "x-ignore-shared off: %s", k < 0 ? strna(error) : "ok");
-	} else
+	} else if (k < 0)
 		helper_log(log, "monitor: %s", strerror(-k));
 	qmp_close(q);
 	return k;
 }
 
 /* Forks the helper; the hook itself returns at once (libvirt waits for it). */
-static int helper_spawn(const char *state_dir, const KeepRamEntry *e) {
-	_cleanup_free_ char *log_path = NULL;
+static int helper_spawn(const char *state_dir, const char *uuid, const char *sock, bool on) {
+	_cleanup_free_ char *log_path = NULL, *sock_dir = strdup(sock);
+	FILE *log = NULL;
 	pid_t pid;
 	int fd;
 
+	/* QEMU binds the socket: its directory must exist (/run is new after a kexec); a stale
+	 * socket would answer ECONNREFUSED. */
+	if (!sock_dir)
+		return -ENOMEM;
+	(void)mkdir_p(dirname(sock_dir), 0700);
+	(void)unlink(sock);
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -155,10 +167,10 @@ static int helper_spawn(const char *state_dir, const KeepRamEntry *e) {
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
 	}
-	FILE *log = NULL;
-	if (asprintf(&log_path, "%s/%s.qmp.log", state_dir, e->uuid) >= 0)
+	if (mkdir_p(state_dir, 0700) >= 0 &&
+	    asprintf(&log_path, "%s/%s.qmp.log", state_dir, uuid) >= 0)
 		log = fopen(log_path, "ae");
-	_exit(helper_run(e, log) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+	_exit(helper_run(sock, on, log) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
 int main(int argc, char *argv[]) {
@@ -166,7 +178,7 @@ int main(int argc, char *argv[]) {
 		{ "root", required_argument, NULL, 'r' },
 		{},
 	};
-	_cleanup_free_ char *xml = NULL, *state_dir = NULL, *msg = NULL;
+	_cleanup_free_ char *xml = NULL, *state_dir = NULL, *msg = NULL, *sock = NULL;
 	KeepRamEntry e = {};
 	bool linked;
 	int c, k;
@@ -195,15 +207,13 @@ int main(int argc, char *argv[]) {
 	if (msg)
 		fprintf(stderr, "upgraded: %s\n", msg);
 	linked = k > 0;
-	if (linked && strstr(xml, KEEP_RAM_QMP_CHARDEV_ID)) {
-		_cleanup_free_ char *sock_dir = strdup(e.qmp_socket);
+	if (k >= 0 && keep_ram_xml_qmp_socket(xml, &sock) >= 0) {
+		char uuid[KEEP_RAM_UUID_LEN + 1];
+		int id;
 
-		/* QEMU binds the socket: its directory must exist (/run is new after a kexec);
-		 * a stale socket would answer ECONNREFUSED. */
-		if (sock_dir)
-			(void)mkdir_p(dirname(sock_dir), 0700);
-		(void)unlink(e.qmp_socket);
-		k = helper_spawn(state_dir, &e);
+		k = keep_ram_xml_facts(xml, uuid, &id);
+		if (k >= 0)
+			k = helper_spawn(state_dir, uuid, sock, linked);
 		if (k < 0)
 			fprintf(stderr, "upgraded: cannot start the monitor helper: %s\n",
 			        strerror(-k));
