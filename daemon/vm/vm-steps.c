@@ -27,6 +27,7 @@
 #include "vm.h"
 #include "vm-steps.h"
 #include "vm-transfers.h"
+#include "keep-ram.h"
 
 #define VM_NAME_MAX     256
 #define VM_METADATA_NS  "urn:upgraded:policy:1"
@@ -711,6 +712,13 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	plan_from_policy(c, &plan);
 	plan.entries = e;
 	plan.n_entries = k;
+	/* keep-ram: our paths under --root, the update id in each generation mark; libvirt's
+	 * memory_backing_dir from its qemu.conf; a VM that cannot keep its RAM is checkpointed
+	 * (the reason goes into its record). */
+	KeepRamConfig keep_ram = { .root = context_root(c),
+		                   .update_id = u->id,
+		                   .fallback_checkpoint = true };
+	plan.keep_ram = &keep_ram;
 	measure_track_vms(c, e, k);
 	/* The saves run off the state lock: Describe, Cancel and the properties answer
 	 * meanwhile; the progress callbacks take the lock for each change. */
