@@ -215,6 +215,22 @@ static void test_domain_dir_and_xml(void **state) {
 	        -EBADMSG);
 	assert_int_equal(keep_ram_xml_facts("<domain type='qemu'><uuid>" UUID, uuid, &id),
 	                 -EBADMSG);
+
+	/* The extra monitor's socket, as keep_ram_after_save() writes it into the saved XML. */
+	{
+		char *sock = NULL;
+		assert_int_equal(keep_ram_xml_qmp_socket(
+		                         "<qemu:arg value='socket,id=" KEEP_RAM_QMP_CHARDEV_ID
+		                         ",path=/run/upgraded/keep-ram/x.qmp,server=on,wait=on'/>",
+		                         &sock),
+		                 0);
+		assert_string_equal(sock, "/run/upgraded/keep-ram/x.qmp");
+		free(sock);
+		assert_int_equal(keep_ram_xml_qmp_socket("<domain/>", &sock), -ENOENT);
+		assert_int_equal(keep_ram_xml_qmp_socket(
+		                         "socket,id=" KEEP_RAM_QMP_CHARDEV_ID ",path=/x'/>", &sock),
+		                 -EBADMSG);
+	}
 }
 
 /* The hook's decision, on the fixture: 1 = linked back, negative = refused. */
