@@ -30,15 +30,21 @@ cleanup() {
                 mg_virsh undefine --managed-save "$d" >/dev/null 2>&1
         done
         [ "$failures" -ne 0 ] && for d in "$T"/*.serial; do echo "--- $d"; cat "$d"; done
+        umount /var/lib/libvirt/qemu/ram 2>/dev/null
         rm -rf "$T"
 }
 trap cleanup EXIT
 now() { date +%s%N; }
 elapsed() { local ms=$((($(now) - $1) / 1000000)); printf '%d.%03d s' $((ms / 1000)) $((ms % 1000)); }
 
-# A 768 MiB save image does not fit the 64 MiB the wrapper gives the save directory.
+# A 768 MiB save image does not fit the 64 MiB the wrapper gives the save directory. The
+# file-backed RAM (qemu.conf's default memory_backing_dir) goes to a tmpfs, as keep-ram's
+# would be on memory that is not written back to a disk.
 mount -o remount,size=$((MIB * 2 + 256))m /var/lib/libvirt/qemu/save ||
         { echo "cannot enlarge the save directory"; exit 1; }
+mkdir -p /var/lib/libvirt/qemu/ram &&
+        mount -t tmpfs -o size=$((MIB + 256))m,mode=0711 upgraded-vm-ram /var/lib/libvirt/qemu/ram ||
+        { echo "cannot mount a tmpfs for the RAM files"; exit 1; }
 
 check "both guests defined and started" bash -c "$(declare -f mg_virsh mg_define); MG_URI='$MG_URI'
         mg_define mg-plain '$BIN' '$GUEST_DIR/domain.xml' $MIB '$T' &&
