@@ -20,6 +20,11 @@
 #                           for that verify to complete (default 300 s) and prints its
 #                           result line; 0 ok, 1 memory differs, 2 no answer
 #   mg_seconds TICKS        ticks as seconds (PIT 18.2065 Hz), e.g. 12.34
+#   mg_ram_file NAME [DIR]  the RAM file of a running domain with shared file-backed RAM
+#                           under memory_backing_dir DIR (default /var/lib/libvirt/qemu/ram)
+#   mg_flip_byte FILE OFFSET [MASK]
+#                           XORs one byte of FILE with MASK (default 0x5a) in place: in a RAM
+#                           file, OFFSET is the guest physical address (below the PCI hole)
 
 MG_HZ_MILLI=18207 # 1193182 / 65536 Hz, times 1000
 MG_STATE_READY=2 MG_STATE_NO_RAM=4 MG_STATE_FAULT=5
@@ -84,4 +89,18 @@ mg_verify() { # mg_verify NAME [TIMEOUT]
 mg_seconds() { # mg_seconds TICKS
         local ms=$(($1 * 1000000 / MG_HZ_MILLI))
         printf '%d.%02d\n' $((ms / 1000)) $((ms % 1000 / 10))
+}
+
+mg_ram_file() { # mg_ram_file NAME [DIR]
+        local f
+        f=$(find "${2:-/var/lib/libvirt/qemu/ram}" -name pc.ram -path "*-$1/*" 2>/dev/null | head -n 1)
+        [ -n "$f" ] && echo "$f"
+}
+
+mg_flip_byte() { # mg_flip_byte FILE OFFSET [MASK]
+        local old
+        old=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ') && [ -n "$old" ] || return 1
+        # shellcheck disable=SC2059 # the format is the byte, as an octal escape
+        printf "\\$(printf '%03o' $((old ^ ${3:-0x5a})))" |
+                dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }

@@ -94,20 +94,18 @@ for d in mg-plain mg-shared; do
 done
 
 # ---- 3. one byte changed in the RAM file: the verify names its dword ----
-ram=$(find /var/lib/libvirt/qemu/ram -name pc.ram -path '*-mg-shared/*' 2>/dev/null | head -n 1)
+ram=$(mg_ram_file mg-shared)
 check "mg-shared: its RAM file exists ($ram)" test -n "$ram" -a -f "$ram"
 if [ -n "$ram" ]; then
         addr=$((0x10000000 + 0x2345)) # 256 MiB + a bit: inside the fill, not a page's stamp
-        orig=$(od -An -tu1 -j "$addr" -N1 "$ram" | tr -d ' ')
-        flip() { printf "\\$(printf '%03o' "$1")" | dd of="$ram" bs=1 seek="$addr" conv=notrunc status=none; }
-        flip $((orig ^ 0x5a))
+        mg_flip_byte "$ram" "$addr"
         out=$(mg_verify mg-shared 300)
         rc=$?
         mg_status mg-shared
         want=$(printf '0x%08x' $((addr & ~3)))
         check "mg-shared: verify reports the changed dword ($out)" test "$rc" -eq 1 -a "$MG_BADADDR" = "$want"
         check "mg-shared: the serial log has the BAD line" grep -q "^VERIFY BAD addr=$want " "$T/mg-shared.serial"
-        flip "$orig"
+        mg_flip_byte "$ram" "$addr"
         out=$(mg_verify mg-shared 300)
         rc=$?
         check "mg-shared: verifies again with the byte put back ($out)" test "$rc" -eq 0
