@@ -23,6 +23,12 @@ static const char *const handoff_mode_table[_POLICY_HANDOFF_MODE_MAX] = {
 	[POLICY_HANDOFF_MODE_AUTO] = "auto",
 };
 
+static const char *const keep_ram_digest_table[_POLICY_KEEP_RAM_DIGEST_MAX] = {
+	[POLICY_KEEP_RAM_DIGEST_MARK] = "mark",
+	[POLICY_KEEP_RAM_DIGEST_SAMPLED] = "sampled",
+	[POLICY_KEEP_RAM_DIGEST_FULL] = "full",
+};
+
 static const char *const strategy_table[_POLICY_VM_STRATEGY_MAX] = {
 	[POLICY_VM_CHECKPOINT] = "checkpoint",
 	[POLICY_VM_KEEP_RAM] = "keep-ram",
@@ -49,6 +55,14 @@ const char *policy_handoff_mode_to_string(PolicyHandoffMode m) {
 
 int policy_handoff_mode_from_string(const char *s) {
 	return table_lookup(handoff_mode_table, _POLICY_HANDOFF_MODE_MAX, s);
+}
+
+const char *policy_keep_ram_digest_to_string(PolicyKeepRamDigest d) {
+	return (unsigned)d < _POLICY_KEEP_RAM_DIGEST_MAX ? keep_ram_digest_table[d] : NULL;
+}
+
+int policy_keep_ram_digest_from_string(const char *s) {
+	return table_lookup(keep_ram_digest_table, _POLICY_KEEP_RAM_DIGEST_MAX, s);
 }
 
 const char *policy_vm_strategy_to_string(PolicyVmStrategy s) {
@@ -738,7 +752,10 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	             json_object_new_uint64(p->shutdown_timeout_usec / 1000000)) < 0 ||
 	    json_add(vm, "pause_timeout_sec",
 	             json_object_new_uint64(p->pause_timeout_usec / 1000000)) < 0 ||
-	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0)
+	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0 ||
+	    json_add(vm, "keep_ram_digest",
+	             json_object_new_string(policy_keep_ram_digest_to_string(p->keep_ram_digest))) <
+	            0)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_rules; i++) {
 		json_object *r = NULL;

@@ -759,7 +759,7 @@ static void test_policy_json(void **state) {
 	        "checkpoints\","
 	        "\"free_space_margin\":\"1073741824\"},"
 	        "\"vm\":{\"default_strategy\":\"checkpoint\",\"shutdown_timeout_sec\":120,"
-	        "\"pause_timeout_sec\":10,\"save_parallel\":2},"
+	        "\"pause_timeout_sec\":10,\"save_parallel\":2,\"keep_ram_digest\":\"mark\"},"
 	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
 	        "\"strategy\":\"keep-ram\",\"memory_above\":null,\"memory_below\":null}]}");
 	json_object_put(j);

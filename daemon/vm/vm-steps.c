@@ -718,6 +718,9 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	KeepRamConfig keep_ram = { .root = context_root(c),
 		                   .update_id = u->id,
 		                   .fallback_checkpoint = true };
+	if (context_policy(c))
+		keep_ram.digest = keep_ram_digest_mode_from_string(
+		        policy_keep_ram_digest_to_string(context_policy(c)->keep_ram_digest));
 	plan.keep_ram = &keep_ram;
 	measure_track_vms(c, e, k);
 	/* The saves run off the state lock: Describe, Cancel and the properties answer
