@@ -17,8 +17,10 @@
  *   4. a VM without shared file RAM: refused without fallback, checkpointed with it.
  *   5. keep-ram vs checkpoint of the same guest, interleaved A B A B: save/restore times,
  *      downtime and bytes written, medians printed (docs/vms.md quotes them).
+ *   6. with MEMGUEST (tests/vm-guest): a memguest of KR_MIB fills its RAM itself, goes through
+ *      keep-ram, and verifies every filled page itself after the restore.
  *
- * Usage: test-vm-keep-ram BOOT_SECTOR
+ * Usage: test-vm-keep-ram BOOT_SECTOR [MEMGUEST]
  */
 
 #include <errno.h>
@@ -70,20 +72,25 @@ static double now_s(void) {
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int64_t counter(const char *name) {
+/* A 32-bit word of guest-physical memory, through the QEMU monitor (HMP "xp"). */
+static int64_t read_word(const char *name, unsigned long addr) {
 	virDomainPtr d = virDomainLookupByName(conn, name);
 	char cmd[64], *out = NULL, *colon;
 	int64_t v = -1;
 
 	if (!d)
 		return -1;
-	snprintf(cmd, sizeof(cmd), "xp /1wx %#lx", (unsigned long)COUNTER_ADDR);
+	snprintf(cmd, sizeof(cmd), "xp /1wx %#lx", addr);
 	if (virDomainQemuMonitorCommand(d, cmd, &out, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) == 0 &&
 	    (colon = strchr(out, ':')))
 		v = (int64_t)strtoul(colon + 1, NULL, 16);
 	free(out);
 	virDomainFree(d);
 	return v;
+}
+
+static int64_t counter(const char *name) {
+	return read_word(name, COUNTER_ADDR);
 }
 
 static int64_t wait_counter(const char *name, int64_t min, double timeout) {
@@ -437,6 +444,92 @@ static void phase_fallback(const char *sector) {
 	vm_results_free(r);
 }
 
+/* memguest's status block (docs/memguest.md). */
+#define MG_NAME      "upgraded-kr-mg"
+#define MG_STATE     0x50c
+#define MG_MIB       0x510
+#define MG_SUM       0x514
+#define MG_LAST      0x518
+#define MG_VERIFIES  0x51c
+#define MG_READY     2
+#define MG_VERIFY_OK 1
+#define LINUX_KEY_V  47
+
+/* Waits until word addr of the memguest equals want (with at_least: reaches it). */
+static int64_t mg_wait(unsigned long addr, int64_t want, bool at_least, double timeout) {
+	double end = now_s() + timeout;
+	int64_t v;
+
+	do {
+		v = read_word(MG_NAME, addr);
+		if (at_least ? v >= want : v == want)
+			return v;
+		sleep(1);
+	} while (now_s() < end);
+	return v;
+}
+
+/* The guest verifies every filled page itself (key V) and reports ok or the first bad one. */
+static bool mg_verify(const char *phase) {
+	virDomainPtr d = virDomainLookupByName(conn, MG_NAME);
+	unsigned int key = LINUX_KEY_V;
+	int64_t n = read_word(MG_NAME, MG_VERIFIES), done;
+	double t0 = now_s();
+
+	if (!d || virDomainSendKey(d, VIR_KEYCODE_SET_LINUX, 100, &key, 1, 0) < 0) {
+		if (d)
+			virDomainFree(d);
+		return false;
+	}
+	virDomainFree(d);
+	done = mg_wait(MG_VERIFIES, n + 1, true, 300);
+	printf("  %s: the guest verified %" PRId64 " MiB: %s (%.0f s)\n", phase,
+	       read_word(MG_NAME, MG_MIB),
+	       read_word(MG_NAME, MG_LAST) == MG_VERIFY_OK ? "ok" : "BAD", now_s() - t0);
+	return done >= n + 1 && read_word(MG_NAME, MG_LAST) == MG_VERIFY_OK;
+}
+
+/* memguest with shared file RAM: filled by the guest, kept by keep-ram, verified inside. */
+static void phase_memguest(const char *image) {
+	const VmPlanEntry e[] = { { MG_NAME, VM_STRATEGY_KEEP_RAM } };
+	VmPlan plan = { .entries = e,
+		        .n_entries = 1,
+		        .keep_ram = config(KEEP_RAM_DIGEST_MARK, false) };
+	VmResults *r = NULL;
+	virDomainPtr d;
+	int64_t sum;
+	int k;
+
+	printf("memguest: %u MiB, filled and verified by the guest itself\n", KR_MIB);
+	CHECK(define_and_start(image, MG_NAME, KR_MIB, true) == 0, "start: %s",
+	      virGetLastErrorMessage());
+	CHECK(mg_wait(MG_STATE, MG_READY, false, 600) == MG_READY, "memguest not ready");
+	CHECK(read_word(MG_NAME, MG_MIB) >= 512, "memguest filled only %" PRId64 " MiB",
+	      read_word(MG_NAME, MG_MIB));
+	sum = read_word(MG_NAME, MG_SUM);
+	if (failures)
+		return;
+	k = vm_checkpoint_all(conn, &plan, NULL, NULL, &r);
+	CHECK(k == 0 && r->items[0].saved_bytes < (8LL << 20), "save: %s",
+	      r && r->items[0].error ? r->items[0].error : strerror(-k));
+	if (k == 0) {
+		k = vm_restore_all(conn, &plan, r, NULL, NULL);
+		CHECK(k == 0 && r->items[0].outcome == VM_OUTCOME_RESUMED, "restore: %s",
+		      r->items[0].error ? r->items[0].error : strerror(-k));
+		printf("  keep-ram: %" PRId64 " bytes written, save %.2f s, restore %.2f s\n",
+		       r->items[0].saved_bytes, (double)r->items[0].save_time / 1e6,
+		       (double)r->items[0].restore_time / 1e6);
+	}
+	vm_results_free(r);
+	CHECK(read_word(MG_NAME, MG_SUM) == sum, "another fill after the restore");
+	CHECK(mg_verify("after keep-ram"), "the guest found its memory changed");
+	d = virDomainLookupByName(conn, MG_NAME);
+	if (d) {
+		(void)virDomainDestroy(d); /* its CPU and RAM back */
+		virDomainFree(d);
+	}
+}
+
 static int cmp_double(const void *a, const void *b) {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
@@ -483,9 +576,10 @@ int main(int argc, char *argv[]) {
 
 	backing = getenv("LIBVIRT_TEST_MEMORY_BACKING_DIR");
 	root = getenv("UPGRADED_TEST_ROOT");
-	if (argc != 2 || !uri || !backing || !root) {
+	if (argc < 2 || !uri || !backing || !root) {
 		fprintf(stderr,
-		        "usage: private-libvirtd (UPGRADED_TEST_KEEP_RAM=1) %s BOOT_SECTOR\n",
+		        "usage: private-libvirtd (UPGRADED_TEST_KEEP_RAM=1) %s BOOT_SECTOR "
+		        "[MEMGUEST]\n",
 		        argv[0]);
 		return 2;
 	}
@@ -507,6 +601,8 @@ int main(int argc, char *argv[]) {
 		phase_fallback(argv[1]);
 		phase_compare(rounds);
 	}
+	if (failures == 0 && argc > 2)
+		phase_memguest(argv[2]);
 	virConnectClose(conn);
 	printf("%s\n", failures ? "FAILED" : "PASSED");
 	return failures ? 1 : 0;
