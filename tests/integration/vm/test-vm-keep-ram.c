@@ -544,6 +544,7 @@ static double median(double *v, int n) {
 static void phase_compare(int rounds) {
 	double sv[2][MAX_ROUNDS], rs[2][MAX_ROUNDS], dt[2][MAX_ROUNDS], by[2][MAX_ROUNDS];
 	static const VmStrategy s[2] = { VM_STRATEGY_KEEP_RAM, VM_STRATEGY_CHECKPOINT };
+	unsigned races_lost = 0;
 
 	printf("keep-ram (A) vs checkpoint (B), %d rounds A B\n", rounds);
 	for (int i = 0; i < rounds; i++)
@@ -553,14 +554,19 @@ static void phase_compare(int rounds) {
 			if (cycle(s[j], KEEP_RAM_DIGEST_MARK, &c, NULL) < 0)
 				return;
 			check_continued(j ? "B" : "A");
-			printf("  %c%d: save %.2f s, restore %.2f s, downtime %.2f s, %" PRId64
-			       " bytes written\n",
-			       'A' + j, i + 1, c.save, c.restore, c.downtime, c.bytes);
+			printf("  %c%d: save %.2f s, restore %.2f s (%u attempt(s)), downtime %.2f "
+			       "s, "
+			       "%" PRId64 " bytes written\n",
+			       'A' + j, i + 1, c.save, c.restore, c.attempts, c.downtime, c.bytes);
+			if (j == 0)
+				races_lost += c.attempts - 1;
 			sv[j][i] = c.save;
 			rs[j][i] = c.restore;
 			dt[j][i] = c.downtime;
 			by[j][i] = (double)c.bytes;
 		}
+	printf("  x-ignore-shared race lost %u time(s) in %d keep-ram restores\n", races_lost,
+	       rounds);
 	for (int j = 0; j < 2; j++)
 		printf("  median %-10s save %.2f s, restore %.2f s, downtime %.2f s, %.0f bytes "
 		       "written\n",
