@@ -590,6 +590,7 @@ int main(int argc, char *argv[]) {
 		return 2;
 	}
 	rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
+	setvbuf(stdout, NULL, _IOLBF, 0); /* progress in order with libvirt's stderr */
 	conn = virConnectOpen(uri);
 	if (!conn)
 		return 1;
