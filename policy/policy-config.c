@@ -72,6 +72,7 @@ typedef enum SettingKind {
 	SETTING_SECONDS,
 	SETTING_PAUSE_SECONDS,
 	SETTING_PARALLEL,
+	SETTING_KEEP_RAM_DIGEST,
 	SETTING_GLOB_LIST,
 	SETTING_METADATA,
 	SETTING_SIZE_OR_NONE,
@@ -98,6 +99,7 @@ static const Setting settings[] = {
 	{ "VM", "ShutdownTimeoutSec", SETTING_SECONDS, false },
 	{ "VM", "PauseTimeoutSec", SETTING_PAUSE_SECONDS, false },
 	{ "VM", "SaveParallel", SETTING_PARALLEL, false },
+	{ "VM", "KeepRamDigest", SETTING_KEEP_RAM_DIGEST, false },
 	{ "VM", "MemoryBackingDir", SETTING_BACKING_DIR, false },
 	{ "Metrics", "TextfileDirectory", SETTING_PATH, false },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
@@ -179,6 +181,7 @@ int policy_new_default(Policy **ret) {
 	p->shutdown_timeout_usec = DEFAULT_SHUTDOWN_TIMEOUT * 1000000ULL;
 	p->pause_timeout_usec = DEFAULT_PAUSE_TIMEOUT * 1000000ULL;
 	p->save_parallel = DEFAULT_SAVE_PARALLEL;
+	p->keep_ram_digest = POLICY_KEEP_RAM_DIGEST_MARK;
 	*ret = TAKE_PTR(p);
 	return 0;
 }
@@ -596,7 +599,7 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		r = policy_vm_strategy_from_string(value);
 		if (r < 0)
 			return context_error(
-			        c, "%s=: '%s' is not one of checkpoint, pause, shutdown, ignore",
+			        c, "%s=: '%s' is not one of checkpoint, keep-ram, shutdown, ignore",
 			        s->key, value);
 		if (rule) {
 			rule->strategy = (PolicyVmStrategy)r;
@@ -687,6 +690,13 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 			                     MAX_SAVE_PARALLEL);
 		p->save_parallel = (unsigned)u;
 		return 1;
+	case SETTING_KEEP_RAM_DIGEST:
+		r = policy_keep_ram_digest_from_string(value);
+		if (r < 0)
+			return context_error(c, "%s=: '%s' is not one of mark, sampled, full",
+			                     s->key, value);
+		p->keep_ram_digest = (PolicyKeepRamDigest)r;
+		return 1;
 	case SETTING_GLOB_LIST:
 		if (strv_extend_words(&rule->name_globs, value) < 0)
 			c->oom = true;
@@ -760,6 +770,9 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		break;
 	case SETTING_PARALLEL:
 		p->save_parallel = DEFAULT_SAVE_PARALLEL;
+		break;
+	case SETTING_KEEP_RAM_DIGEST:
+		p->keep_ram_digest = POLICY_KEEP_RAM_DIGEST_MARK;
 		break;
 	case SETTING_GLOB_LIST:
 		strv_free(rule->name_globs);

@@ -23,9 +23,15 @@ static const char *const handoff_mode_table[_POLICY_HANDOFF_MODE_MAX] = {
 	[POLICY_HANDOFF_MODE_AUTO] = "auto",
 };
 
+static const char *const keep_ram_digest_table[_POLICY_KEEP_RAM_DIGEST_MAX] = {
+	[POLICY_KEEP_RAM_DIGEST_MARK] = "mark",
+	[POLICY_KEEP_RAM_DIGEST_SAMPLED] = "sampled",
+	[POLICY_KEEP_RAM_DIGEST_FULL] = "full",
+};
+
 static const char *const strategy_table[_POLICY_VM_STRATEGY_MAX] = {
 	[POLICY_VM_CHECKPOINT] = "checkpoint",
-	[POLICY_VM_PAUSE] = "pause",
+	[POLICY_VM_KEEP_RAM] = "keep-ram",
 	[POLICY_VM_SHUTDOWN] = "shutdown",
 	[POLICY_VM_IGNORE] = "ignore",
 };
@@ -49,6 +55,14 @@ const char *policy_handoff_mode_to_string(PolicyHandoffMode m) {
 
 int policy_handoff_mode_from_string(const char *s) {
 	return table_lookup(handoff_mode_table, _POLICY_HANDOFF_MODE_MAX, s);
+}
+
+const char *policy_keep_ram_digest_to_string(PolicyKeepRamDigest d) {
+	return (unsigned)d < _POLICY_KEEP_RAM_DIGEST_MAX ? keep_ram_digest_table[d] : NULL;
+}
+
+int policy_keep_ram_digest_from_string(const char *s) {
+	return table_lookup(keep_ram_digest_table, _POLICY_KEEP_RAM_DIGEST_MAX, s);
 }
 
 const char *policy_vm_strategy_to_string(PolicyVmStrategy s) {
@@ -401,16 +415,16 @@ static int vm_refusals(const VmFacts *f, PolicyVmStrategy s, PolicyReasons *r) {
 			        "cannot be checkpointed",
 			        f->name);
 		return 0;
-	case POLICY_VM_PAUSE:
+	case POLICY_VM_KEEP_RAM:
 		if (!f->memory_preserved)
 			return policy_reasons_add(
-			        r, "pause-memory-lost", POLICY_REASON_BLOCKING,
-			        "VM '%s' cannot be paused across the update: guest "
-			        "memory does not survive kexec on this kernel",
+			        r, "keep-ram-memory-lost", POLICY_REASON_BLOCKING,
+			        "VM '%s' cannot keep its RAM across the update: its "
+			        "memory does not survive the kexec on this host",
 			        f->name);
 		if (f->has_hostdev)
 			return policy_reasons_add(
-			        r, "hostdev-pause", POLICY_REASON_BLOCKING,
+			        r, "hostdev-keep-ram", POLICY_REASON_BLOCKING,
 			        "VM '%s' has a passed-through host device: the device "
 			        "is reset by the new kernel",
 			        f->name);
@@ -535,7 +549,7 @@ static int commit_vms(const Policy *p, const CommitFacts *f, PolicyVerdict *v) {
 		}
 		if (vm->strategy == POLICY_VM_CHECKPOINT)
 			v->checkpoint_bytes = add_sat(v->checkpoint_bytes, vm->memory_bytes);
-		if (vm->strategy == POLICY_VM_CHECKPOINT || vm->strategy == POLICY_VM_PAUSE) {
+		if (vm->strategy == POLICY_VM_CHECKPOINT || vm->strategy == POLICY_VM_KEEP_RAM) {
 			n_kept++;
 			kept_memory = add_sat(kept_memory, vm->memory_bytes);
 		}
@@ -740,6 +754,9 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	    json_add(vm, "pause_timeout_sec",
 	             json_object_new_uint64(p->pause_timeout_usec / 1000000)) < 0 ||
 	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0 ||
+	    json_add(vm, "keep_ram_digest",
+	             json_object_new_string(policy_keep_ram_digest_to_string(p->keep_ram_digest))) <
+	            0 ||
 	    (p->memory_backing_dir &&
 	     json_add(vm, "memory_backing_dir", json_object_new_string(p->memory_backing_dir)) <
 	             0) ||

@@ -74,9 +74,18 @@ typedef enum PolicyHandoffMode {
 	_POLICY_HANDOFF_MODE_MAX,
 } PolicyHandoffMode;
 
+/* keep-ram: how the kept RAM is proven before a VM resumes on it (docs/vms.md). */
+typedef enum PolicyKeepRamDigest {
+	POLICY_KEEP_RAM_DIGEST_MARK,    /* the generation mark alone */
+	POLICY_KEEP_RAM_DIGEST_SAMPLED, /* + SHA-256 of 1/64 of the RAM */
+	POLICY_KEEP_RAM_DIGEST_FULL,    /* + SHA-256 of all of it */
+	_POLICY_KEEP_RAM_DIGEST_MAX,
+} PolicyKeepRamDigest;
+
 typedef enum PolicyVmStrategy {
 	POLICY_VM_CHECKPOINT, /* save state to CheckpointDir (libvirt managed save), restore after */
-	POLICY_VM_PAUSE,      /* pause; memory stays in place across kexec (needs kernel support) */
+	POLICY_VM_KEEP_RAM,   /* device state saved, RAM kept in place on memory that survives
+	                         the kexec (persistent memory + DAX): memory_preserved */
 	POLICY_VM_SHUTDOWN,   /* clean guest shutdown, start again after the update */
 	POLICY_VM_IGNORE,     /* leave alone: the VM dies with the old kernel */
 	_POLICY_VM_STRATEGY_MAX,
@@ -128,6 +137,7 @@ typedef struct Policy {
 	uint64_t shutdown_timeout_usec;
 	uint64_t pause_timeout_usec; /* a VM's pause failing after it: commit rolled back */
 	unsigned save_parallel;
+	PolicyKeepRamDigest keep_ram_digest;
 	char *memory_backing_dir; /* NULL: libvirt's qemu.conf memory_backing_dir */
 
 	/* [Metrics] */
@@ -272,7 +282,7 @@ typedef struct VmFacts {
 	uint64_t memory_bytes; /* current guest memory */
 	bool has_hostdev;      /* a passed-through host device (PCI/USB/mdev) */
 	bool persistent;       /* defined domain (a transient one vanishes on shutdown) */
-	bool memory_preserved; /* this kernel pair keeps guest memory across kexec */
+	bool memory_preserved; /* this VM's RAM is on memory that survives the kexec (keep-ram) */
 	/* the domain's upgraded metadata: children of <metadata> in the XML namespace
 	 * urn:upgraded:policy:1, element name = key, text = value (docs/policy.md) */
 	const PolicyMetadata *metadata;
@@ -321,6 +331,8 @@ int policy_verdict_to_json(const PolicyVerdict *v, json_object **ret);
 
 const char *policy_handoff_mode_to_string(PolicyHandoffMode m);
 int policy_handoff_mode_from_string(const char *s); /* -1 if unknown */
+const char *policy_keep_ram_digest_to_string(PolicyKeepRamDigest d);
+int policy_keep_ram_digest_from_string(const char *s); /* -1 if unknown */
 const char *policy_vm_strategy_to_string(PolicyVmStrategy s);
 int policy_vm_strategy_from_string(const char *s); /* -1 if unknown */
 const char *policy_reason_severity_to_string(PolicyReasonSeverity s);

@@ -133,7 +133,7 @@ static void test_oom_valid_config(void **state) {
 	                 "[Paths]\nAllowedRoots=/srv/a /srv/b\n"
 	                 "[Commit]\nMaintenanceWindow=Sat 02:00-04:00\nFreeSpaceMargin=5%\n"
 	                 "CheckpointDir=/srv/ckpt\nMaxVMs=\n"
-	                 "[VMRule:db]\nName=db-* pg-*\nMetadata=role=db\nStrategy=pause\n"
+	                 "[VMRule:db]\nName=db-* pg-*\nMetadata=role=db\nStrategy=keep-ram\n"
 	                 "[VMRule:big]\nMemoryAbove=1G\nStrategy=shutdown\n",
 	                 0);
 }

@@ -281,7 +281,7 @@ static const char rules_conf[] = "[VM]\n"
                                  "Metadata=tier=gold\n"
                                  "Metadata=site=a\n"
                                  "MemoryBelow=4G\n"
-                                 "Strategy=pause\n";
+                                 "Strategy=keep-ram\n";
 
 static void test_vm_rules(void **state) {
 	static const PolicyMetadata gpu[] = { { "role", "gpu" } };
@@ -349,7 +349,7 @@ static void test_vm_rules(void **state) {
 		    .memory_preserved = true,
 		    .metadata = gold_a,
 		    .n_metadata = 2 },
-		  POLICY_VM_PAUSE,
+		  POLICY_VM_KEEP_RAM,
 		  "small-db",
 		  false,
 		  "rule" },
@@ -378,20 +378,20 @@ static void test_vm_rules(void **state) {
 		  true,
 		  "hostdev-checkpoint" },
 		{ { .name = "db-1", .memory_bytes = 1 * GiB, .metadata = gold_a, .n_metadata = 2 },
-		  POLICY_VM_PAUSE,
+		  POLICY_VM_KEEP_RAM,
 		  "small-db",
 		  true,
-		  "pause-memory-lost" },
+		  "keep-ram-memory-lost" },
 		{ { .name = "db-1",
 		    .memory_bytes = 1 * GiB,
 		    .memory_preserved = true,
 		    .has_hostdev = true,
 		    .metadata = gold_a,
 		    .n_metadata = 2 },
-		  POLICY_VM_PAUSE,
+		  POLICY_VM_KEEP_RAM,
 		  "small-db",
 		  true,
-		  "hostdev-pause" },
+		  "hostdev-keep-ram" },
 		{ { .name = "ci-gpu", .metadata = gpu, .n_metadata = 1 },
 		  POLICY_VM_SHUTDOWN,
 		  "gpu",
@@ -431,7 +431,7 @@ static void test_vm_rules(void **state) {
 
 static void test_vm_pause_needs_preserved_memory(void **state) {
 	/* pause is refused on a stock kernel, for every VM shape */
-	_cleanup_(policy_freep) Policy *p = policy_from("[VM]\nDefaultStrategy=pause\n");
+	_cleanup_(policy_freep) Policy *p = policy_from("[VM]\nDefaultStrategy=keep-ram\n");
 
 	for (unsigned bits = 0; bits < 8; bits++) {
 		VmFacts f = { .name = "v",
@@ -441,9 +441,9 @@ static void test_vm_pause_needs_preserved_memory(void **state) {
 		VmDecision d = {};
 
 		assert_int_equal(policy_decide_vm(p, &f, &d), 0);
-		assert_int_equal(d.strategy, POLICY_VM_PAUSE);
+		assert_int_equal(d.strategy, POLICY_VM_KEEP_RAM);
 		assert_true(d.refused);
-		assert_true(policy_reasons_has(&d.reasons, "pause-memory-lost"));
+		assert_true(policy_reasons_has(&d.reasons, "keep-ram-memory-lost"));
 		policy_vm_decision_done(&d);
 		f.memory_preserved = true;
 		assert_int_equal(policy_decide_vm(p, &f, &d), 0);
@@ -485,10 +485,10 @@ static void test_commit_preconditions(void **state) {
 		             vm("b", POLICY_VM_SHUTDOWN, 100 * GiB, false) };
 	VmDecision refused[] = { vm("a", POLICY_VM_CHECKPOINT, 1 * GiB, true) };
 	VmDecision four[] = { vm("a", POLICY_VM_CHECKPOINT, 1, false),
-		              vm("b", POLICY_VM_PAUSE, 1, false),
+		              vm("b", POLICY_VM_KEEP_RAM, 1, false),
 		              vm("c", POLICY_VM_CHECKPOINT, 1, false),
-		              vm("d", POLICY_VM_PAUSE, 1, false) };
-	VmDecision heavy[] = { vm("a", POLICY_VM_PAUSE, 20 * GiB, false),
+		              vm("d", POLICY_VM_KEEP_RAM, 1, false) };
+	VmDecision heavy[] = { vm("a", POLICY_VM_KEEP_RAM, 20 * GiB, false),
 		               vm("b", POLICY_VM_CHECKPOINT, 13 * GiB, false) };
 	const CommitFacts good = { .vms = two,
 		                   .n_vms = 2,
@@ -744,7 +744,7 @@ static void test_policy_json(void **state) {
 	                                                "[Commit]\nMaintenanceWindow=Sat,Sun,Mon "
 	                                                "22:00-24:00\nMaxVMs=4\n"
 	                                                "FreeSpaceMargin=1G\n"
-	                                                "[VMRule:r]\nName=a*\nStrategy=pause\n");
+	                                                "[VMRule:r]\nName=a*\nStrategy=keep-ram\n");
 	_cleanup_(policy_freep) Policy *d = policy_from("");
 	json_object *j = NULL;
 
@@ -759,10 +759,10 @@ static void test_policy_json(void **state) {
 	        "qemu/save\","
 	        "\"free_space_margin\":\"1073741824\"},"
 	        "\"vm\":{\"default_strategy\":\"checkpoint\",\"shutdown_timeout_sec\":120,"
-	        "\"pause_timeout_sec\":10,\"save_parallel\":2},"
+	        "\"pause_timeout_sec\":10,\"save_parallel\":2,\"keep_ram_digest\":\"mark\"},"
 	        "\"metrics\":{\"textfile_directory\":\"/var/lib/prometheus/node-exporter\"},"
 	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
-	        "\"strategy\":\"pause\",\"memory_above\":null,\"memory_below\":null}]}");
+	        "\"strategy\":\"keep-ram\",\"memory_above\":null,\"memory_below\":null}]}");
 	json_object_put(j);
 	assert_int_equal(policy_to_json(d, &j), 0);
 	assert_non_null(strstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),

@@ -473,7 +473,7 @@ static void test_vms_metadata_rule_and_pause_refused(void **state) {
 	assert_int_equal(virDomainCreate(d), 0);
 	virDomainFree(d);
 	write_config(w, "[VMRule:gpu]\nMetadata=role=gpu\nStrategy=shutdown\n"
-	                "[VMRule:keep]\nName=b\nStrategy=pause\n");
+	                "[VMRule:keep]\nName=b\nStrategy=keep-ram\n");
 	c = boot(w, OLD_KERNEL, BOOT_A, true);
 	(void)stage(c);
 
@@ -494,7 +494,7 @@ static void test_vms_metadata_rule_and_pause_refused(void **state) {
 			assert_string_equal(json_object_get_string(rule), "gpu");
 			found++;
 		} else if (streq(json_object_get_string(name), "b")) {
-			assert_string_equal(json_object_get_string(strategy), "pause");
+			assert_string_equal(json_object_get_string(strategy), "keep-ram");
 			assert_true(json_object_get_boolean(ref));
 			found++;
 		}

@@ -14,11 +14,12 @@
 
 #include "vm.h"
 #include "vm-internal.h"
+#include "keep-ram.h"
 #include "macros.h"
 
 static const char *const strategy_table[_VM_STRATEGY_MAX] = {
 	[VM_STRATEGY_CHECKPOINT] = "checkpoint",
-	[VM_STRATEGY_PAUSE] = "pause",
+	[VM_STRATEGY_KEEP_RAM] = "keep-ram",
 	[VM_STRATEGY_SHUTDOWN] = "shutdown",
 	[VM_STRATEGY_IGNORE] = "ignore",
 };
@@ -161,6 +162,7 @@ void vm_list_free(VmList *l) {
 static void vm_result_done(VmResult *r) {
 	free(r->name);
 	free(r->error);
+	kept_ram_free(r->kept_ram);
 }
 
 void vm_results_free(VmResults *r) {
@@ -369,6 +371,7 @@ struct json_object *vm_results_to_json(const VmResults *r) {
 		json_object_object_add(o, "downtime", usec_or_null(vm_result_downtime(v)));
 		json_object_object_add(o, "error",
 		                       v->error ? json_object_new_string(v->error) : NULL);
+		kept_ram_add_json(v->kept_ram, o);
 		json_object_array_add(a, o);
 	}
 	return a;
@@ -437,6 +440,9 @@ static int vm_result_from_json(struct json_object *o, VmResult *v) {
 			return -EBADMSG;
 		v->saved_bytes = (int64_t)bytes;
 	}
+	k = kept_ram_from_vm_json(o, &v->kept_ram);
+	if (k < 0)
+		return k;
 	memcpy(v->uuid, uuid, VIR_UUID_STRING_BUFLEN);
 	v->name = strdup(name);
 	if (error)

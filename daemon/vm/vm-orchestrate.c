@@ -20,6 +20,7 @@
 
 #include "vm.h"
 #include "vm-internal.h"
+#include "keep-ram.h"
 #include "macros.h"
 
 #define SHUTDOWN_POLL_USEC 100000ULL
@@ -176,6 +177,21 @@ static int start_domain(virDomainPtr dom) {
 	if (!last_error_is_unsupported(true))
 		return -EIO;
 	return vm_ops->create(dom, 0) < 0 ? -EIO : 0;
+}
+
+/* start_domain() from a managed save; a keep-ram restore that lost the race for x-ignore-shared
+ * (libvirt's migrate-incoming before the hook's helper) failed cleanly with its image and file
+ * kept: it is tried again, at most KEEP_RAM_START_ATTEMPTS times in all. */
+static int start_saved(virDomainPtr dom, VmResult *r) {
+	for (unsigned a = 1;; a++) {
+		int k = start_domain(dom);
+
+		if (r->kept_ram)
+			r->kept_ram->start_attempts = a;
+		if (k >= 0 || r->strategy != VM_STRATEGY_KEEP_RAM || a >= KEEP_RAM_START_ATTEMPTS ||
+		    !keep_ram_race_lost(vm_last_error()))
+			return k;
+	}
 }
 
 static void event(const VmPlan *plan, const VmResult *r, VmEvent e) {
@@ -531,6 +547,19 @@ static int job_save(VmJob *j, virConnectPtr c) {
 		return fail(r, -ENOENT, "domain disappeared: %s", vm_last_error());
 	if (j->runner->bypass_cache)
 		flags |= VIR_DOMAIN_SAVE_BYPASS_CACHE;
+	k = r->strategy == VM_STRATEGY_KEEP_RAM
+	            ? keep_ram_before_save(dom, j->runner->plan->keep_ram,
+	                                   j->runner->plan->save_dir, r)
+	            : keep_ram_before_checkpoint(dom);
+	if (k < 0) {
+		keep_ram_abandon(dom, r);
+		if (!r->error)
+			vm_result_set_error(
+			        r, "cannot turn off x-ignore-shared before the checkpoint: %s",
+			        vm_last_error());
+		r->outcome = VM_OUTCOME_FAILED;
+		return k;
+	}
 
 	r->save_started_at = vm_now(CLOCK_REALTIME);
 	t0 = vm_now(CLOCK_MONOTONIC);
@@ -541,8 +570,19 @@ static int job_save(VmJob *j, virConnectPtr c) {
 	}
 	r->save_time = vm_now(CLOCK_MONOTONIC) - t0;
 	r->save_finished_at = vm_now(CLOCK_REALTIME);
-	if (k < 0)
-		return fail(r, -EIO, "managed save failed: %s", vm_last_error());
+	if (k < 0) {
+		char *why = strdup(vm_last_error());
+
+		keep_ram_abandon(dom, r);
+		k = fail(r, -EIO, "managed save failed: %s", strna(why));
+		free(why);
+		return k;
+	}
+	if (r->strategy == VM_STRATEGY_KEEP_RAM &&
+	    (k = keep_ram_after_save(dom, j->runner->plan->keep_ram, r)) < 0) {
+		r->outcome = VM_OUTCOME_FAILED;
+		return k;
+	}
 
 	r->saved_bytes = saved_image_size(j->runner->plan, r->name);
 	r->outcome = VM_OUTCOME_SAVED;
@@ -614,10 +654,22 @@ static int restore_domain(virConnectPtr c, const VmPlan *plan, VmResult *r) {
 		if (has == 0 && r->strategy != VM_STRATEGY_SHUTDOWN)
 			return fail(r, -ENODATA,
 			            "no managed save image: the VM's state was not preserved");
+		if (r->strategy == VM_STRATEGY_KEEP_RAM) {
+			_cleanup_free_ char *why = NULL;
+
+			k = keep_ram_verify(r, &why);
+			if (k < 0)
+				return fail(
+				        r, k,
+				        "kept RAM cannot be trusted, the VM is not resumed: %s; "
+				        "nothing was deleted (managed save image and RAM file "
+				        "kept for 'upgradectl restore-vm %s')",
+				        strna(why), r->name);
+		}
 
 		r->restore_started_at = vm_now(CLOCK_REALTIME);
 		t0 = vm_now(CLOCK_MONOTONIC);
-		k = start_domain(dom);
+		k = has ? start_saved(dom, r) : start_domain(dom);
 		r->restore_time = vm_now(CLOCK_MONOTONIC) - t0;
 		if (k < 0) {
 			if (has)
@@ -641,6 +693,8 @@ static int restore_domain(virConnectPtr c, const VmPlan *plan, VmResult *r) {
 		r->outcome = VM_OUTCOME_RESUMED;
 	} else
 		r->outcome = VM_OUTCOME_RESTORED;
+	if (r->strategy == VM_STRATEGY_KEEP_RAM)
+		keep_ram_restored(dom, r);
 	return 0;
 }
 
@@ -700,6 +754,7 @@ static int rollback_domain(virConnectPtr c, VmResult *r) {
 
 	switch (r->strategy) {
 	case VM_STRATEGY_CHECKPOINT:
+	case VM_STRATEGY_KEEP_RAM:
 		has = vm_ops->has_managed_save(dom, 0);
 		if (has < 0)
 			return fail(r, -EIO, "rollback: cannot look for a managed save image: %s",
@@ -712,7 +767,7 @@ static int rollback_domain(virConnectPtr c, VmResult *r) {
 			usec_t t0 = vm_now(CLOCK_MONOTONIC);
 
 			r->restore_started_at = vm_now(CLOCK_REALTIME);
-			k = start_domain(dom);
+			k = start_saved(dom, r);
 			r->restore_time = vm_now(CLOCK_MONOTONIC) - t0;
 			if (k < 0)
 				return fail(
@@ -722,12 +777,12 @@ static int rollback_domain(virConnectPtr c, VmResult *r) {
 				        vm_last_error());
 			has = vm_ops->has_managed_save(dom, 0);
 		}
+		/* Running on its RAM again (or never stopped): the link and the entry go. */
+		keep_ram_abandon(dom, r);
 		/* Active now: an image left behind is stale and would win at the next start. */
 		if (has > 0 && vm_ops->managed_save_remove(dom, 0) < 0)
 			return fail(r, -EIO, "rollback: cannot remove the managed save image: %s",
 			            vm_last_error());
-		__attribute__((fallthrough));
-	case VM_STRATEGY_PAUSE:
 		k = settle_state(dom, r);
 		if (k < 0)
 			return k;
@@ -764,6 +819,28 @@ static int job_rollback(VmJob *j, virConnectPtr c) {
 }
 
 /* ---- public entry points ---- */
+
+/* A VM that cannot keep its RAM: checkpointed instead when the configuration allows it, the
+ * reason recorded; otherwise the plan is refused. */
+static int prepare_keep_ram(virDomainPtr dom, const KeepRamConfig *cfg, VmResult *r) {
+	char *blocker = keep_ram_blocker(dom, cfg);
+
+	if (!blocker)
+		return 0;
+	if (!cfg || !cfg->fallback_checkpoint) {
+		int k = fail(r, -EINVAL, "cannot keep its RAM: %s", blocker);
+		free(blocker);
+		return k;
+	}
+	r->kept_ram = calloc(1, sizeof(KeptRam));
+	if (!r->kept_ram) {
+		free(blocker);
+		return -ENOMEM;
+	}
+	r->kept_ram->fallback_reason = blocker;
+	r->strategy = VM_STRATEGY_CHECKPOINT;
+	return 0;
+}
 
 /* Looks up and validates every plan entry; touches no domain. */
 static int prepare(virConnectPtr conn, const VmPlan *plan, VmResults *results) {
@@ -810,7 +887,11 @@ static int prepare(virConnectPtr conn, const VmPlan *plan, VmResults *results) {
 		if (!state_is_running(state) && state != VIR_DOMAIN_PAUSED)
 			k = fail(r, -EBUSY, "domain is %s, its state cannot be preserved",
 			         strna(vm_state_to_string(state)));
-		else if (e->strategy == VM_STRATEGY_CHECKPOINT &&
+		else if (e->strategy == VM_STRATEGY_KEEP_RAM &&
+		         (k = prepare_keep_ram(dom, plan->keep_ram, r)) < 0)
+			;
+		else if ((r->strategy == VM_STRATEGY_CHECKPOINT ||
+		          r->strategy == VM_STRATEGY_KEEP_RAM) &&
 		         (blocker = vm_checkpoint_blocker(dom)))
 			k = fail(r, -EINVAL, "cannot checkpoint: %s", blocker);
 		else if (e->strategy == VM_STRATEGY_SHUTDOWN && state == VIR_DOMAIN_PAUSED)
@@ -864,7 +945,7 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 		_cleanup_domain_ virDomainPtr dom = NULL;
 
 		if (v->outcome != VM_OUTCOME_PENDING ||
-		    (v->strategy != VM_STRATEGY_CHECKPOINT && v->strategy != VM_STRATEGY_PAUSE))
+		    (v->strategy != VM_STRATEGY_CHECKPOINT && v->strategy != VM_STRATEGY_KEEP_RAM))
 			continue;
 		if (plan->cancel && *plan->cancel) {
 			r = -EINTR;
@@ -908,7 +989,9 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 	for (size_t i = 0; i < results->n; i++) {
 		VmResult *v = &results->items[i];
 
-		if (v->strategy == VM_STRATEGY_CHECKPOINT && v->outcome == VM_OUTCOME_PAUSED)
+		if ((v->strategy == VM_STRATEGY_CHECKPOINT ||
+		     v->strategy == VM_STRATEGY_KEEP_RAM) &&
+		    v->outcome == VM_OUTCOME_PAUSED)
 			jobs[n_jobs++] = (VmJob){ .result = v,
 				                  .func = job_save,
 				                  .start_outcome = VM_OUTCOME_SAVING,
@@ -981,8 +1064,9 @@ int vm_restore_all(virConnectPtr conn, const VmPlan *plan, VmResults *results, V
 	for (size_t i = 0; i < results->n; i++) {
 		VmResult *v = &results->items[i];
 
-		if ((v->strategy == VM_STRATEGY_CHECKPOINT && v->outcome == VM_OUTCOME_SAVED) ||
-		    (v->strategy == VM_STRATEGY_PAUSE && v->outcome == VM_OUTCOME_PAUSED) ||
+		if (((v->strategy == VM_STRATEGY_CHECKPOINT ||
+		      v->strategy == VM_STRATEGY_KEEP_RAM) &&
+		     v->outcome == VM_OUTCOME_SAVED) ||
 		    (v->strategy == VM_STRATEGY_SHUTDOWN && v->outcome == VM_OUTCOME_SHUT_DOWN &&
 		     state_is_running(v->orig_state)))
 			jobs[n_jobs++] = (VmJob){ .result = v,
@@ -1029,7 +1113,10 @@ int vm_restore_one(virConnectPtr conn, const char *name, VmResult *r) {
 		k = -EIO;
 		goto finish;
 	}
-	r->strategy = VM_STRATEGY_CHECKPOINT;
+	/* A keep-ram record restores on its kept RAM (guard first); anything else as a checkpoint:
+	 * without a record the hook still links a kept RAM file back, under its own guard. */
+	if (r->strategy != VM_STRATEGY_KEEP_RAM || !r->kept_ram)
+		r->strategy = VM_STRATEGY_CHECKPOINT;
 	free(r->error);
 	r->error = NULL;
 	k = restore_domain(conn, NULL, r);

@@ -27,6 +27,7 @@
 #include "vm.h"
 #include "vm-steps.h"
 #include "vm-transfers.h"
+#include "keep-ram.h"
 
 #define VM_NAME_MAX     256
 #define VM_METADATA_NS  "urn:upgraded:policy:1"
@@ -614,9 +615,9 @@ static int results_from_decisions(const Update *u, VmResults **ret) {
 		    strlen(uuid) >= sizeof(v->uuid))
 			continue;
 		*v = (VmResult){ .strategy = s,
-			         .outcome = s == VM_STRATEGY_CHECKPOINT ? VM_OUTCOME_SAVING
-			                    : s == VM_STRATEGY_PAUSE    ? VM_OUTCOME_PAUSED
-			                                                : VM_OUTCOME_SHUTTING_DOWN,
+			         .outcome = s == VM_STRATEGY_CHECKPOINT || s == VM_STRATEGY_KEEP_RAM
+			                            ? VM_OUTCOME_SAVING
+			                            : VM_OUTCOME_SHUTTING_DOWN,
 			         .saved_bytes = -1 };
 		v->name = strdup(strempty(dec_str(dec, "name")));
 		if (!v->name) {
@@ -711,6 +712,16 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	plan_from_policy(c, &plan);
 	plan.entries = e;
 	plan.n_entries = k;
+	/* keep-ram: our paths under --root, the update id in each generation mark; libvirt's
+	 * memory_backing_dir from its qemu.conf; a VM that cannot keep its RAM is checkpointed
+	 * (the reason goes into its record). */
+	KeepRamConfig keep_ram = { .root = context_root(c),
+		                   .update_id = u->id,
+		                   .fallback_checkpoint = true };
+	if (context_policy(c))
+		keep_ram.digest = keep_ram_digest_mode_from_string(
+		        policy_keep_ram_digest_to_string(context_policy(c)->keep_ram_digest));
+	plan.keep_ram = &keep_ram;
 	measure_track_vms(c, e, k);
 	/* The saves run off the state lock: Describe, Cancel and the properties answer
 	 * meanwhile; the progress callbacks take the lock for each change. */

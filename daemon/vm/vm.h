@@ -57,7 +57,8 @@ typedef uint64_t usec_t;
 
 typedef enum VmStrategy {
 	VM_STRATEGY_CHECKPOINT, /* pause, managed save, restore + resume on the new kernel */
-	VM_STRATEGY_PAUSE,      /* pause only; resumed after the handoff if it survived */
+	VM_STRATEGY_KEEP_RAM,   /* pause, managed save of the device state only, the RAM kept in
+	                           place (keep-ram.h); restore on that RAM */
 	VM_STRATEGY_SHUTDOWN,   /* graceful shutdown with timeout; started again afterwards */
 	VM_STRATEGY_IGNORE,     /* left alone */
 	_VM_STRATEGY_MAX,
@@ -141,6 +142,9 @@ const char *vm_event_to_string(VmEvent e);
 struct VmResult;
 typedef void (*VmEventCb)(const struct VmResult *r, VmEvent e, void *userdata);
 
+struct KeepRamConfig; /* keep-ram.h */
+struct KeptRam;
+
 /* The policy's decision for one VM, and the knobs of one run. */
 typedef struct VmPlanEntry {
 	const char *name;
@@ -158,7 +162,8 @@ typedef struct VmPlan {
 	bool no_bypass_cache;         /* do not ask for VIR_DOMAIN_SAVE_BYPASS_CACHE */
 	const char *save_dir;         /* where managed save images live, for saved_bytes;
 	                                  NULL = VM_SAVE_DIR_DEFAULT */
-	VmEventCb on_event;           /* optional, see VmEvent */
+	const struct KeepRamConfig *keep_ram; /* VM_STRATEGY_KEEP_RAM's settings; NULL = defaults */
+	VmEventCb on_event;                   /* optional, see VmEvent */
 	void *event_userdata;
 	/* Set (by another thread) to stop the commit: checked before each pause and while the
 	 * saves run; running saves are aborted (virDomainAbortJob) and everything is rolled
@@ -193,7 +198,8 @@ typedef struct VmResult {
 	usec_t restore_started_at;
 	usec_t restore_time;
 	usec_t resumed_at;
-	char *error; /* why it failed or was rolled back; NULL otherwise */
+	char *error;              /* why it failed or was rolled back; NULL otherwise */
+	struct KeptRam *kept_ram; /* keep-ram: the kept file, or why the VM fell back */
 } VmResult;
 
 typedef struct VmResults {

@@ -8,6 +8,14 @@
 #   lab_log TEXT                    a line to the console and the phase log (no marker)
 #   lab_check NAME COND-COMMAND...  run a check, record "check NAME ok|fail" (marker + checks.txt)
 #   lab_start_counter_vm NAME       define and start a nested counter VM in libvirt
+#   lab_start_mem_vm NAME MIB [TEMPLATE]
+#                                   the same with memguest (vm-guest/, docs/vms.md): MIB MiB
+#                                   of RAM filled with data it verifies itself (mg_verify,
+#                                   mg_status...); TEMPLATE domain-shared.xml for shared
+#                                   file-backed RAM (default domain.xml)
+#   lab_mem_verify NAME             a memguest VM verifies its memory (mg_verify, 1200 s at
+#                                   most): its line logged, a mem-verify marker with the guest's
+#                                   ticks and seconds and the wall seconds; mg_verify's status
 #   lab_wait_counters MIN [TIMEOUT] wait until every counter VM's counter is >= MIN
 #   lab_counter NAME                print a counter VM's current counter value
 #   lab_counter_vms                 list the counter VMs this host defined
@@ -42,6 +50,8 @@ LAB_RESULTS=${LAB_RESULTS:-/lab-results}
 LAB_STATE=/var/lib/upgraded-lab
 LAB_CONSOLE=${LAB_CONSOLE:-/dev/ttyS0}
 LAB_COUNTER_IMAGES=/var/lib/libvirt/images
+# memguest's helpers (mg_*), where the payload has them (not in the sampler's copy).
+[ -f "$LAB_PAYLOAD/vm-guest/memguest-lib.sh" ] && . "$LAB_PAYLOAD/vm-guest/memguest-lib.sh"
 
 lab_marker() {
         # One write(2) per line so it is not interleaved with other writers.
@@ -96,6 +106,26 @@ lab_start_counter_vm() {
         virsh -q start "$name" >/dev/null || return 1
         echo "$name" >>"$LAB_STATE/counter-vms"
         lab_marker vm-started "$name"
+}
+
+lab_start_mem_vm() {
+        local name=$1 mib=$2 template=${3:-domain.xml}
+        mkdir -p "$LAB_COUNTER_IMAGES" "$LAB_STATE"
+        mg_define "$name" "$LAB_PAYLOAD/vm-guest/memguest.img" "$LAB_PAYLOAD/vm-guest/$template" \
+                "$mib" "$LAB_COUNTER_IMAGES" || return 1
+        echo "$name" >>"$LAB_STATE/counter-vms"
+        lab_marker vm-started "$name" memguest mib="$mib"
+}
+
+lab_mem_verify() {
+        local out rc t0=$SECONDS
+        out=$(mg_verify "$1" 1200)
+        rc=$?
+        lab_log "$1: $out"
+        mg_status "$1"
+        lab_marker mem-verify "$1" rc=$rc ticks="$MG_VERIFY_TICKS" \
+                guest_s="$(mg_seconds "$MG_VERIFY_TICKS")" wall_s=$((SECONDS - t0))
+        return $rc
 }
 
 lab_wait_counters() {
