@@ -221,8 +221,6 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 		json_object_put(u->decisions);
 		u->decisions = TAKE_PTR(decisions);
 	}
-	/* Kept memory again: a filesystem unmounted since stage shows here. */
-	context_kept_memory_refresh(c, u);
 
 	/* The staged image was built verified; the decision may switch it (no I/O,
 	 * no hashing: the digests were recorded at stage). */

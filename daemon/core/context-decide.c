@@ -109,6 +109,9 @@ int context_decide_commit(Context *c, const char *id, Update **ret_update, Hando
 	r = context_decide_handoff(c, u, &mode, &why);
 	if (r < 0)
 		return r;
+	/* Kept memory as it is now (a filesystem unmounted since stage shows here): the VM
+	 * decisions weigh it. */
+	context_kept_memory_refresh(c, u);
 	if (c->commit_check) {
 		allowed = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
 		if (allowed < 0)

@@ -28,6 +28,7 @@
 #include "vm-steps.h"
 #include "vm-transfers.h"
 #include "keep-ram.h"
+#include "vm-steps-kept.h"
 
 #define VM_NAME_MAX     256
 #define VM_METADATA_NS  "urn:upgraded:policy:1"
@@ -312,6 +313,9 @@ static int vms_commit_check(Context *c, Update *u, void *userdata, json_object *
 			.has_hostdev =
 			        v->checkpoint_blocker && strstr(v->checkpoint_blocker, "hostdev"),
 			.persistent = v->persistent,
+			/* The host's kept-memory facts (daemon/pmem), gathered again for
+			 * this commit; each VM's RAM file is checked at its save. */
+			.memory_preserved = vms_host_keeps_memory(u),
 		};
 		json_object *j;
 
@@ -676,6 +680,7 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
 	_cleanup_free_ VmPlanEntry *e = NULL;
 	Progress prog = { .context = c, .update = u, .wiring = w };
+	_cleanup_(vms_kept_check_done) VmsKeptCheck kept = {};
 	json_object *a = decided_vms(u);
 	size_t n = a ? json_object_array_length(a) : 0, k = 0;
 	VmPlan plan;
@@ -721,6 +726,10 @@ static int hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_rea
 	if (context_policy(c))
 		keep_ram.digest = keep_ram_digest_mode_from_string(
 		        policy_keep_ram_digest_to_string(context_policy(c)->keep_ram_digest));
+	/* Each keep-ram VM's RAM file must lie on the kept, DAX-mounted memory. */
+	r = vms_kept_check_setup(c, u, &kept, &keep_ram);
+	if (r < 0)
+		return r;
 	plan.keep_ram = &keep_ram;
 	measure_track_vms(c, e, k);
 	/* The saves run off the state lock: Describe, Cancel and the properties answer
