@@ -46,6 +46,16 @@ systemctl daemon-reload
 mount "$KR_DIR" || fail mount-failed
 lab_check dax-mounted kr_dax_mounted || fail not-dax
 echo "memory_backing_dir = \"$KR_DIR\"" >>/etc/libvirt/qemu.conf
+# Two gaps of the product that the first run of this scenario found (docs/lab.md), bridged
+# here until they are fixed: upgraded.service (ProtectSystem=strict) cannot write below
+# memory_backing_dir (the keep link: EROFS), and a QEMU running as libvirt-qemu owns its RAM
+# file (0644), which the daemon, without CAP_DAC_OVERRIDE, can neither mark (user xattr)
+# nor link (protected_hardlinks), and cannot bind the hook's QMP socket in the root-only
+# /run/upgraded/keep-ram. So QEMU runs as root and the unit may write the directory.
+printf 'user = "root"\ngroup = "root"\n' >>/etc/libvirt/qemu.conf
+mkdir -p /etc/systemd/system/upgraded.service.d
+printf '[Service]\nReadWritePaths=%s\n' "$KR_DIR" >/etc/systemd/system/upgraded.service.d/50-lab-keep-ram.conf
+systemctl daemon-reload
 
 # The hook, read by libvirtd only at its start: restart it now, before any VM runs. The
 # sampler's long-lived virsh would hold a dead connection: restart it too (no VM yet, so
@@ -108,4 +118,8 @@ lab_check plan-not-refused sh -c "! grep -Eq '\"refused\": ?true' '$LAB_RESULTS/
         fail plan-refused
 lab_check plan-keep-ram test "$n" -ge 2 || true
 lab_marker old-kernel-kexec method=upgraded
-upgradectl commit --wait >"$LAB_RESULTS/commit.txt" 2>&1 || true
+# A commit that failed and rolled back ends the run here (the runner would wait for a kexec
+# until its timeout); on the way to the kexec upgradectl never prints this line.
+if ! upgradectl commit --wait >"$LAB_RESULTS/commit.txt" 2>&1; then
+        grep -q '^Update failed' "$LAB_RESULTS/commit.txt" && fail commit-failed
+fi
