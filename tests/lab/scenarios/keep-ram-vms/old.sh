@@ -121,5 +121,5 @@ lab_marker old-kernel-kexec method=upgraded
 # A commit that failed and rolled back ends the run here (the runner would wait for a kexec
 # until its timeout); on the way to the kexec upgradectl never prints this line.
 if ! upgradectl commit --wait >"$LAB_RESULTS/commit.txt" 2>&1; then
-        grep -q '^Update failed' "$LAB_RESULTS/commit.txt" && fail commit-failed
+        if grep -q '^Update failed' "$LAB_RESULTS/commit.txt"; then fail commit-failed; fi
 fi
