@@ -6,7 +6,7 @@
 # mounts it too), a file of random data on it, and two counter VMs with 512 MiB of
 # shared file-backed RAM there. upgradectl stage gets a --cmdline without the memmap=
 # word: stage must carry it over, and its kept-memory facts must say the host is
-# ready. Until the keep-ram strategy is on main the VMs go through checkpoint.
+# ready. The VMs go through checkpoint (keep-ram-vms takes them through keep-ram).
 . /lab-payload/scenarios/lib.sh
 . /lab-payload/scenarios/keep-ram/common.sh
 set -e
