@@ -10,17 +10,3 @@ KV_MEM=lab-mem-1         # a memguest VM, KV_MEM_MIB MiB, filled and verified by
 KV_MEM_MIB=256
 KV_POLICY=/etc/upgraded/upgraded.conf.d/50-lab-keep-ram.conf
 KV_HOOK_LINK=/etc/libvirt/hooks/qemu.d/upgraded
-
-# The RAM file of the running domain $1: below the DAX mount, at least $2 MiB.
-kv_ram_file() {
-        local id
-        id=$(virsh domid "$1" | tr -d ' \n')
-        echo "$KR_DIR/libvirt/qemu/$id-$1/pc.ram"
-}
-
-kv_ram_on_dax() {
-        local f
-        f=$(kv_ram_file "$1")
-        [ -f "$f" ] && [ "$(stat -c %s "$f")" -ge $(($2 << 20)) ] &&
-                [ "$(findmnt -n -o SOURCE --target "$f")" = /dev/pmem0 ]
-}

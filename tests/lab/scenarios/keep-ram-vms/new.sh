@@ -16,7 +16,7 @@ kr_same_data() {
 }
 
 kv_same_ram_file() {
-        [ "$(stat -c %i "$(kv_ram_file "$1")")" = "$(cat "$LAB_STATE/$1.ram-inode")" ]
+        [ "$(stat -c %i "$(kr_ram_file "$1")")" = "$(cat "$LAB_STATE/$1.ram-inode")" ]
 }
 
 # "strategy result saved_bytes start_attempts downtime save_time restore_time" (times in
@@ -70,8 +70,8 @@ lab_check vms-running lab_wait_vms_running 300 || ok=false
 for vm in $(lab_counter_vms); do
         lab_marker counter-after "$vm" "$(lab_counter "$vm")"
 done
-lab_check "ram-file-on-dax-$KV_COUNTER" kv_ram_on_dax "$KV_COUNTER" 512 || ok=false
-lab_check "ram-file-on-dax-$KV_MEM" kv_ram_on_dax "$KV_MEM" "$KV_MEM_MIB" || ok=false
+lab_check "ram-file-on-dax-$KV_COUNTER" kr_ram_file_on_dax "$KV_COUNTER" 512 || ok=false
+lab_check "ram-file-on-dax-$KV_MEM" kr_ram_file_on_dax "$KV_MEM" "$KV_MEM_MIB" || ok=false
 for vm in $(lab_counter_vms); do
         lab_check "same-ram-file-$vm" kv_same_ram_file "$vm" || ok=false
         lab_check "report-keep-ram-$vm" kv_report_kept "$vm" || ok=false

@@ -13,21 +13,6 @@ set -e
 
 fail() { lab_finish fail "$1"; exit 1; }
 
-# A counter VM with MIB MiB of shared RAM in a file below memory_backing_dir.
-kv_start_counter_vm() {
-        local name=$1 mib=$2 img=$LAB_COUNTER_IMAGES/$1.img
-        mkdir -p "$LAB_COUNTER_IMAGES" "$LAB_STATE"
-        cp "$LAB_PAYLOAD/counter-vm/counter.img" "$img"
-        sed -e "s|@NAME@|$name|g" -e "s|@IMAGE@|$img|g" \
-                -e "s|<memory unit='MiB'>16</memory>|<memory unit='MiB'>$mib</memory>|" \
-                -e "s|<vcpu>|<memoryBacking><source type='file'/><access mode='shared'/></memoryBacking>\n  <vcpu>|" \
-                "$LAB_PAYLOAD/counter-vm/domain.xml" >"$LAB_STATE/$name.xml"
-        virsh -q define "$LAB_STATE/$name.xml" >/dev/null || return 1
-        virsh -q start "$name" >/dev/null || return 1
-        echo "$name" >>"$LAB_STATE/counter-vms"
-        lab_marker vm-started "$name" mib="$mib" ram=shared-file
-}
-
 # The hook program as `meson install` laid it out (<libexecdir>/upgraded/).
 kv_hook_path() {
         local f
@@ -83,7 +68,7 @@ lab_marker keep-ram-file written mib=256 sha256="$(cat "$KR_SUM")" wall_s=$((SEC
 # memguest first: its fill runs while the counter VM starts.
 lab_start_mem_vm "$KV_MEM" "$KV_MEM_MIB" domain-shared.xml || fail mem-vm-start-failed
 t0=$SECONDS
-kv_start_counter_vm "$KV_COUNTER" 512 || fail vm-start-failed
+kr_start_vm "$KV_COUNTER" 512 || fail vm-start-failed
 lab_check mem-filled mg_wait_filled "$KV_MEM" 1200 || fail mem-fill-failed
 mg_status "$KV_MEM" || fail mem-status-unreadable
 lab_marker mem-fill "$KV_MEM" mib="$MG_MIB" sum="$MG_SUM" ticks="$MG_FILL_TICKS" \
@@ -91,11 +76,11 @@ lab_marker mem-fill "$KV_MEM" mib="$MG_MIB" sum="$MG_SUM" ticks="$MG_FILL_TICKS"
 echo "$MG_SUM" >"$LAB_STATE/mem-sum"
 lab_check mem-verify-old lab_mem_verify "$KV_MEM" || fail mem-verify-failed
 lab_wait_counters 60 300 || fail counters-not-running
-lab_check "ram-file-on-dax-$KV_COUNTER" kv_ram_on_dax "$KV_COUNTER" 512 || fail ram-file-not-on-dax
-lab_check "ram-file-on-dax-$KV_MEM" kv_ram_on_dax "$KV_MEM" "$KV_MEM_MIB" || fail ram-file-not-on-dax
+lab_check "ram-file-on-dax-$KV_COUNTER" kr_ram_file_on_dax "$KV_COUNTER" 512 || fail ram-file-not-on-dax
+lab_check "ram-file-on-dax-$KV_MEM" kr_ram_file_on_dax "$KV_MEM" "$KV_MEM_MIB" || fail ram-file-not-on-dax
 for vm in $(lab_counter_vms); do
         # The new kernel's RAM file must be this very file (the hook links it back).
-        stat -c %i "$(kv_ram_file "$vm")" >"$LAB_STATE/$vm.ram-inode"
+        stat -c %i "$(kr_ram_file "$vm")" >"$LAB_STATE/$vm.ram-inode"
         lab_marker ram-file "$vm" inode="$(cat "$LAB_STATE/$vm.ram-inode")"
         lab_marker counter-before "$vm" "$(lab_counter "$vm")"
 done
