@@ -34,6 +34,36 @@ kr_cmdline_has_memmap() {
         tr ' ' '\n' </proc/cmdline | grep -qxF "$KR_MEMMAP"
 }
 
+# A counter VM with MIB MiB of shared RAM in a file below memory_backing_dir.
+kr_start_vm() {
+        local name=$1 mib=$2 img=$LAB_COUNTER_IMAGES/$1.img
+        mkdir -p "$LAB_COUNTER_IMAGES" "$LAB_STATE"
+        cp "$LAB_PAYLOAD/counter-vm/counter.img" "$img"
+        sed -e "s|@NAME@|$name|g" -e "s|@IMAGE@|$img|g" \
+                -e "s|<memory unit='MiB'>16</memory>|<memory unit='MiB'>$mib</memory>|" \
+                -e "s|<vcpu>|<memoryBacking><source type='file'/><access mode='shared'/></memoryBacking>\n  <vcpu>|" \
+                "$LAB_PAYLOAD/counter-vm/domain.xml" >"$LAB_STATE/$name.xml"
+        virsh -q define "$LAB_STATE/$name.xml" >/dev/null || return 1
+        virsh -q start "$name" >/dev/null || return 1
+        echo "$name" >>"$LAB_STATE/counter-vms"
+        lab_marker vm-started "$name" mib="$mib" ram=shared-file
+}
+
+# The RAM file libvirt gave the running domain NAME.
+kr_ram_file() {
+        local id
+        id=$(virsh domid "$1" | tr -d ' \n')
+        echo "$KR_DIR/libvirt/qemu/$id-$1/pc.ram"
+}
+
+# kr_ram_file_on_dax NAME MIB: that file is there, at least MIB MiB, below the DAX mount.
+kr_ram_file_on_dax() {
+        local f
+        f=$(kr_ram_file "$1")
+        [ -f "$f" ] && [ "$(stat -c %s "$f")" -ge $(($2 << 20)) ] &&
+                [ "$(findmnt -n -o SOURCE --target "$f")" = /dev/pmem0 ]
+}
+
 # The real files the kept-memory facts read, for the unit tests' fixtures.
 kr_capture() {
         local d=$LAB_RESULTS/keep-ram-$1

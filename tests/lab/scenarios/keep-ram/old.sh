@@ -6,36 +6,12 @@
 # mounts it too), a file of random data on it, and two counter VMs with 512 MiB of
 # shared file-backed RAM there. upgradectl stage gets a --cmdline without the memmap=
 # word: stage must carry it over, and its kept-memory facts must say the host is
-# ready. Until the keep-ram strategy is on main the VMs go through checkpoint.
+# ready. The VMs go through checkpoint (keep-ram-vms takes them through keep-ram).
 . /lab-payload/scenarios/lib.sh
 . /lab-payload/scenarios/keep-ram/common.sh
 set -e
 
 fail() { lab_finish fail "$1"; exit 1; }
-
-# A counter VM with MIB MiB of shared RAM in a file below memory_backing_dir.
-kr_start_vm() {
-        local name=$1 mib=$2 img=$LAB_COUNTER_IMAGES/$1.img
-        mkdir -p "$LAB_COUNTER_IMAGES" "$LAB_STATE"
-        cp "$LAB_PAYLOAD/counter-vm/counter.img" "$img"
-        sed -e "s|@NAME@|$name|g" -e "s|@IMAGE@|$img|g" \
-                -e "s|<memory unit='MiB'>16</memory>|<memory unit='MiB'>$mib</memory>|" \
-                -e "s|<vcpu>|<memoryBacking><source type='file'/><access mode='shared'/></memoryBacking>\n  <vcpu>|" \
-                "$LAB_PAYLOAD/counter-vm/domain.xml" >"$LAB_STATE/$name.xml"
-        virsh -q define "$LAB_STATE/$name.xml" >/dev/null || return 1
-        virsh -q start "$name" >/dev/null || return 1
-        echo "$name" >>"$LAB_STATE/counter-vms"
-        lab_marker vm-started "$name" mib="$mib" ram=shared-file
-}
-
-# The RAM file libvirt gave the running domain, below the DAX mount.
-kr_ram_file_on_dax() {
-        local id
-        id=$(virsh domid "$1" | tr -d ' \n')
-        [ -f "$KR_DIR/libvirt/qemu/$id-$1/pc.ram" ] &&
-                [ "$(stat -c %s "$KR_DIR/libvirt/qemu/$id-$1/pc.ram")" -ge $((512 << 20)) ] &&
-                [ "$(findmnt -n -o SOURCE --target "$KR_DIR/libvirt/qemu/$id-$1")" = /dev/pmem0 ]
-}
 
 systemctl is-enabled -q upgraded.service || fail upgraded-not-enabled
 lab_check region-present kr_region || fail no-pmem-region
@@ -62,7 +38,7 @@ kr_start_vm lab-counter-1 512 || fail vm-start-failed
 kr_start_vm lab-counter-2 512 || fail vm-start-failed
 lab_wait_counters 60 300 || fail counters-not-running
 for vm in $(lab_counter_vms); do
-        lab_check "ram-file-on-dax-$vm" kr_ram_file_on_dax "$vm" || fail ram-file-not-on-dax
+        lab_check "ram-file-on-dax-$vm" kr_ram_file_on_dax "$vm" 512 || fail ram-file-not-on-dax
         lab_marker counter-before "$vm" "$(lab_counter "$vm")"
 done
 ls -lR "$KR_DIR" >"$LAB_RESULTS/keep-ram-dir-old.txt" 2>&1 || true
