@@ -23,6 +23,8 @@
 #   wait_for_daemon                 0 once org.upgraded.Upgrade1 is on the bus (within
 #                                   DAEMON_START_TIMEOUT seconds, default 30), 1 when
 #                                   DAEMON_PID exits first or on timeout
+#   wait_update_ended ID [SECS]    0 once update ID is done, failed or cancelled (the recovery
+#                                   runs as a job after the bus name is taken), needs CTL
 #   stop_daemon                     SIGTERM and wait
 #
 # Counter guests (16 MiB TCG guests booting $COUNTER, which counts timer ticks in RAM):
@@ -46,6 +48,20 @@ start_bus() {
         DBUS_PID=$!
         for _ in $(seq 50); do [ -s "$T/address" ] && break; sleep 0.1; done
         export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$T/bus"
+}
+
+# wait_update_ended ID [SECONDS]: the daemon takes its bus name before its recovery (a job
+# behind it) completes or fails the update left by "the last kernel": wait for that end
+# (default 60 s) before looking at the update.
+wait_update_ended() {
+        local i
+        for ((i = 0; i < ${2:-60} * 10; i++)); do
+                case $("$CTL" show "$1" -p State --value 2>/dev/null) in
+                done | failed | cancelled) return 0 ;;
+                esac
+                sleep 0.1
+        done
+        return 1
 }
 
 wait_for_daemon() {

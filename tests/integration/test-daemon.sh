@@ -374,6 +374,7 @@ stop_daemon
 
 NEWBOOT=$(tr -d '-' </proc/sys/kernel/random/uuid)
 check "start on the new kernel" start_daemon new-kernel --backend=record --kexec-trigger=record --running-kernel="$NEW" --boot-id="$NEWBOOT"
+wait_update_ended "$ID"
 check "update completed" test "$("$CTL" show "$ID" -p State --value)" = done
 check "State idle again" test "$("$CTL" show -p State --value)" = idle
 check "LastReport names the update" test "$("$CTL" show -p LastReport --value)" = "$ID"
