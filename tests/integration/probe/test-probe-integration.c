@@ -424,7 +424,7 @@ static void test_this_kernel(void) {
 	 * arithmetic and the kmsg frequency against this kernel's CLOCK_MONOTONIC (both
 	 * derive from the same calibration here, so it is a consistency check, not an
 	 * absolute accuracy measurement). */
-	if (cpu.constant_tsc && cpu.nonstop_tsc && !cpu.tsc_unstable && cpu.tsc_khz) {
+	{
 		const uint64_t B = 300000000ULL;
 		TimebaseInput in = { .cpu = cpu };
 		Timebase tb;
@@ -434,6 +434,12 @@ static void test_this_kernel(void) {
 		usleep(1000000);
 		CHECK(timebase_sample_now(&in.new_start) == 0, "sample");
 		in.new_start.monotonic_ns -= in.old_reboot.monotonic_ns + B;
+		if (!(cpu.constant_tsc && cpu.nonstop_tsc && !cpu.tsc_unstable && cpu.tsc_khz)) {
+			/* e.g. a kernel booted with tsc=unstable: the TSC timebase is refused
+			 * here as on the lab's TCG hosts, the other two are still checked. */
+			printf("TSC not trusted on this machine: no TSC timebase fragment\n");
+			goto distrusted;
+		}
 		CHECK(timebase_compute(&in, &tb) == 0, "compute");
 		CHECK(tb.kind == TIMEBASE_TSC, "timebase %s", timebase_kind_to_string(tb.kind));
 		err = tb.new_origin_ns - (int64_t)B;
@@ -448,6 +454,7 @@ static void test_this_kernel(void) {
 		dump("timebase-tsc", j);
 		json_object_put(j);
 
+distrusted:
 		/* the same samples as the lab sees them (TSC distrusted), with a stamp */
 		in.cpu.tsc_unstable = true;
 		in.stamps.entry = in.old_reboot.tsc + 1000;

@@ -21,7 +21,11 @@ expected = {'probe-available', 'probe-disabled', 'probe-no-btf', 'probe-load-fai
             'timebase-tsc', 'timebase-realtime', 'timebase-none', 'bootlog'}
 
 with tempfile.TemporaryDirectory() as d:
-    r = subprocess.run([binary, '--dump', d], stdout=subprocess.DEVNULL)
+    r = subprocess.run([binary, '--dump', d], stdout=subprocess.PIPE, text=True)
+    if 'no TSC timebase fragment' in r.stdout:
+        # A machine whose kernel distrusts its TSC (tsc=unstable): nothing to write.
+        print('this machine distrusts its TSC: no timebase-tsc fragment expected')
+        expected.discard('timebase-tsc')
     if r.returncode == 77:
         print('skipped: the probe integration test needs root')
         sys.exit(77)
