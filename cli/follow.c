@@ -373,6 +373,15 @@ FollowOutcome follow_update(Follow *f, const char *path, uint64_t timeout_usec) 
 			goto bus_error;
 	}
 bus_error:
+	/* The name has no owner any more (the daemon died between two calls): say so as when
+	 * its NameOwnerChanged arrives first. */
+	if (r == -EHOSTUNREACH || r == -ECONNRESET || r == -ENXIO) {
+		fprintf(stderr,
+		        "upgraded stopped while the update was in phase '%s'; it resolves "
+		        "the update when it starts again (see upgradectl status).\n",
+		        strna(f->last_phase));
+		return FOLLOW_DAEMON_GONE;
+	}
 	fprintf(stderr, "Following the update failed: %s\n", strerror(-r));
 	return FOLLOW_BUS_ERROR;
 }

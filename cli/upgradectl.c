@@ -302,8 +302,17 @@ static int verb_commit(sd_bus *bus, char **args, unsigned n) {
 	}
 	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
 	                       "Commit", &e, &reply, "sa{sv}", n > 0 ? args[0] : "", 0);
-	if (r < 0)
+	if (r < 0) {
+		/* The daemon left before it answered (the Commit job persists before it replies):
+		 * its next start resolves whatever the commit had begun. */
+		if (sd_bus_error_has_name(&e, SD_BUS_ERROR_NO_REPLY)) {
+			fprintf(stderr,
+			        "upgraded stopped before it answered Commit; it resolves the "
+			        "update when it starts again (see upgradectl status).\n");
+			return EXIT_NO_SERVICE;
+		}
 		return fail_bus("Commit failed", &e, r);
+	}
 	r = sd_bus_message_read(reply, "o", &path);
 	if (r < 0)
 		return fail_bus("Bad reply", NULL, r);

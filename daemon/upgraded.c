@@ -362,6 +362,7 @@ static int recover_job_run(Job *j, void *userdata) {
 static void recover_job_done(Job *j, int r, void *userdata) {
 	Manager *mgr = userdata;
 
+	log_info("Recovery done (state %s).", context_state(mgr->context));
 	manager_notify_status(mgr);
 	write_metrics(mgr->context, NULL); /* at start, once the state is resolved */
 }

@@ -74,7 +74,15 @@ start_daemon() {
                 --backend=record --kexec-trigger=record --boot-id="$3" --running-kernel="$4" \
                 >"$T/last/$2.log" 2>&1 &
         DAEMON_PID=$!
-        wait_for_daemon
+        wait_for_daemon || return 1
+        # The bus name comes before the recovery (a job): wait for its end, or the daemon's
+        # death at a crash point inside it.
+        for _ in $(seq 1200); do
+                grep -q 'Recovery done' "$T/last/$2.log" && return 0
+                kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+                sleep 0.1
+        done
+        return 1
 }
 # reap_daemon: waits for a daemon that died or stops one that serves; HOW is "killed" when it
 # died by SIGKILL, "stopped" after a clean SIGTERM exit, "exit N" otherwise.
@@ -137,9 +145,10 @@ scenario() {
                 reap_daemon
                 if [ "$HOW" = killed ]; then
                         kills=$((kills + 1))
-                        # Killed after Commit answered: --wait says so and exits 8.
+                        # Killed inside the commit (the job persists before Commit answers, so
+                        # some kills come before the answer): --wait says so and exits 8.
                         if [ "$st" = staged/staged ] && [ "$at" -ge 2 ]; then
-                                if [ "$WAIT_RC" -eq 8 ] && grep -q 'upgraded stopped while the update was in phase' "$T/commit.err"; then
+                                if [ "$WAIT_RC" -eq 8 ] && grep -qE 'upgraded stopped (while the update was in phase|before it answered Commit)' "$T/commit.err"; then
                                         waits=$((waits + 1))
                                 else
                                         not_ok "$name: commit --wait exits 8 when the daemon dies (exit $WAIT_RC: $(cat "$T/commit.err"))"
