@@ -24,9 +24,14 @@ echo "/dev/pmem0 $KR_DIR ext4 dax,nofail,x-systemd.before=libvirtd.service,x-sys
 systemctl daemon-reload
 mount "$KR_DIR" || fail mount-failed
 lab_check dax-mounted kr_dax_mounted || fail not-dax
-# memory_backing_dir named explicitly for the daemon, which reads qemu.conf. It is
-# libvirt's default, so libvirtd needs no restart (the sampler's virsh stays connected).
+# memory_backing_dir named explicitly, as the recipe says (docs/vms.md). libvirt puts RAM
+# files in <dir>/libvirt/qemu/<id>-<name>/ only for an explicit setting (its default puts
+# them in <dir>/<id>-<name>/), and reads qemu.conf at its start: restart it before any VM
+# runs, and the sampler, whose long-lived virsh would hold a dead connection.
 echo "memory_backing_dir = \"$KR_DIR\"" >>/etc/libvirt/qemu.conf
+systemctl restart libvirtd.service || fail libvirtd-restart-failed
+systemctl restart lab-sampler.service || true
+lab_check libvirtd-answers virsh -q list --all
 kr_capture old
 
 t0=$SECONDS
