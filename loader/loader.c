@@ -80,8 +80,8 @@ static const char *const error_table[_LOADER_ERR_MAX] = {
 	[LOADER_ERR_NO_ROOM_PURGATORY] = "no free RAM below 4 GiB for purgatory",
 	[LOADER_ERR_NO_CRASH_RESERVATION] = "no crashkernel= reservation for a panic image",
 	[LOADER_ERR_PANIC_NOT_VERIFIED] = "a panic image is always verified: fast mode refused",
-	[LOADER_ERR_PMEM_HIDDEN] = "persistent memory is present but /proc/iomem hides its "
-	                           "addresses (read without CAP_SYS_ADMIN)",
+	[LOADER_ERR_PMEM_HIDDEN] =
+	        "/proc/iomem hides the persistent memory's addresses (read without CAP_SYS_ADMIN)",
 };
 
 const char *loader_unusable_to_string(LoaderUnusable u) {
