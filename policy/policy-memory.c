@@ -64,6 +64,13 @@ static int check_backing(const KeptMemoryFacts *f, PolicyReasons *r) {
 		                          "options say '%s')",
 		                          strna(f->source), strna(f->mount_point),
 		                          f->dax_option ?: "no dax");
+	if (f->backing_write_error != 0)
+		return policy_reasons_add(
+		        r, "kept-memory-dir-read-only", BLOCK,
+		        "upgraded cannot write below '%s' (%s): it keeps a link to each VM's RAM "
+		        "file there; give upgraded.service ReadWritePaths=%s (docs/vms.md)",
+		        strna(f->backing_dir), strerror(-f->backing_write_error),
+		        strna(f->backing_dir));
 	return 0;
 }
 

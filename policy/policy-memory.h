@@ -46,10 +46,12 @@ typedef struct KeptMemoryFacts {
 	const char *backing_dir; /* libvirt's memory_backing_dir */
 	const char *mount_point; /* of the filesystem holding it, NULL: unknown */
 	const char *fstype;
-	const char *source;     /* mount source, e.g. /dev/pmem0 */
-	int backing_region;     /* index into regions of that device, -1: none */
-	bool dax;               /* mounted with dax or dax=always */
-	const char *dax_option; /* what the mount said about dax, NULL: nothing */
+	const char *source;      /* mount source, e.g. /dev/pmem0 */
+	int backing_region;      /* index into regions of that device, -1: none */
+	bool dax;                /* mounted with dax or dax=always */
+	const char *dax_option;  /* what the mount said about dax, NULL: nothing */
+	int backing_write_error; /* 0: the daemon may write below backing_dir, else -errno
+	                          * (-EROFS: the unit's ProtectSystem=) */
 
 	bool cmdline_checked;      /* a staged command line was compared */
 	const char *cmdline_added; /* memmap= words stage carried over, NULL: none */

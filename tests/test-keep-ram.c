@@ -82,7 +82,7 @@ static KeepRamEntry fixture_entry(Fixture *f) {
 		.kept_path = f->kept,
 		.generation = (char *)"u1:" UUID ":00",
 		.backing_dir = f->backing,
-		.qmp_socket = (char *)"/run/upgraded/keep-ram/" UUID ".qmp",
+		.qmp_socket = (char *)"/run/upgraded/keep-ram/" UUID "/qmp",
 		.save_image = f->image,
 	};
 
@@ -193,6 +193,27 @@ static void test_domain_dir_and_xml(void **state) {
 	found = NULL;
 	assert_int_equal(keep_ram_domain_dir(f->backing, 1, &found), -ENOENT);
 	assert_int_equal(keep_ram_domain_dir(f->backing, -1, &found), -EINVAL);
+	/* libvirt's built-in default layout: <backing>/<id>-<name>, no libvirt/qemu. */
+	{
+		_cleanup_free_ char *d9 = join(f->backing, "9-plain"),
+		                    *d9b = join(f->backing, "libvirt/qemu/9-other");
+
+		assert_int_equal(mkdir_p(d9, 0700), 0);
+		assert_int_equal(keep_ram_domain_dir(f->backing, 9, &found), 0);
+		assert_string_equal(found, d9);
+		free(found);
+		found = NULL;
+		/* Both layouts for one id: the named-directory layout is the live one. */
+		assert_int_equal(mkdir_p(d9b, 0700), 0);
+		assert_int_equal(keep_ram_domain_dir(f->backing, 9, &found), 0);
+		assert_string_equal(found, d9b);
+		free(found);
+		found = NULL;
+		/* Two entries for one id in one place: no guess. */
+		_cleanup_free_ char *d9c = join(f->backing, "libvirt/qemu/9-third");
+		assert_int_equal(mkdir_p(d9c, 0700), 0);
+		assert_int_equal(keep_ram_domain_dir(f->backing, 9, &found), -EEXIST);
+	}
 
 	assert_int_equal(keep_ram_xml_facts("<domain type='qemu' id='12'>\n  <name>vm</name>\n"
 	                                    "  <uuid>" UUID "</uuid>\n</domain>",
@@ -231,6 +252,59 @@ static void test_domain_dir_and_xml(void **state) {
 		                         "socket,id=" KEEP_RAM_QMP_CHARDEV_ID ",path=/x'/>", &sock),
 		                 -EBADMSG);
 	}
+}
+
+/* The QEMU user, from the DAC label libvirt hands the hook; the socket's own directory. */
+static void test_dac_owner_and_socket(void **state) {
+	_cleanup_free_ char *sock = NULL;
+	uid_t uid = 1;
+	gid_t gid = 1;
+
+	assert_int_equal(keep_ram_qmp_socket_path(NULL, UUID, &sock), 0);
+	assert_string_equal(sock, "/run/upgraded/keep-ram/" UUID "/qmp");
+	free(sock);
+	assert_int_equal(keep_ram_qmp_socket_path("/tmp/r", UUID, &sock), 0);
+	assert_string_equal(sock, "/tmp/r/run/upgraded/keep-ram/" UUID "/qmp");
+
+	/* As libvirt 9.0 writes it for a running domain: the selinux/apparmor label first. */
+	assert_int_equal(keep_ram_xml_dac_owner(
+	                         "<domain type='kvm' id='3'><seclabel type='dynamic' "
+	                         "model='apparmor' relabel='yes'><label>libvirt-" UUID
+	                         "</label></seclabel><seclabel type='dynamic' model='dac' "
+	                         "relabel='yes'>\n<label>+64055:+108</label>\n<imagelabel>+64055:"
+	                         "+108</imagelabel>\n</seclabel></domain>",
+	                         &uid, &gid),
+	                 0);
+	assert_int_equal(uid, 64055);
+	assert_int_equal(gid, 108);
+	/* Names, as a static label may give them. */
+	assert_int_equal(keep_ram_xml_dac_owner("<seclabel type=\"static\" model=\"dac\">"
+	                                        "<label>root:root</label></seclabel>",
+	                                        &uid, &gid),
+	                 0);
+	assert_int_equal(uid, 0);
+	assert_int_equal(gid, 0);
+	assert_int_equal(keep_ram_xml_dac_owner("<domain><seclabel type='dynamic' model='dac'>"
+	                                        "</seclabel></domain>",
+	                                        &uid, &gid),
+	                 -ENOENT);
+	assert_int_equal(keep_ram_xml_dac_owner("<domain/>", &uid, &gid), -ENOENT);
+	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>+1:</label>"
+	                                        "</seclabel>",
+	                                        &uid, &gid),
+	                 -EBADMSG);
+	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>+1:+x</label>"
+	                                        "</seclabel>",
+	                                        &uid, &gid),
+	                 -EBADMSG);
+	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>no-such-user-x:+1"
+	                                        "</label></seclabel>",
+	                                        &uid, &gid),
+	                 -EBADMSG);
+	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>+99999999999:+1"
+	                                        "</label></seclabel>",
+	                                        &uid, &gid),
+	                 -EBADMSG);
 }
 
 /* The hook's decision, on the fixture: 1 = linked back, negative = refused. */
@@ -441,6 +515,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_entry_rejects_bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mark_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_domain_dir_and_xml, setup, teardown),
+		cmocka_unit_test(test_dac_owner_and_socket),
 		cmocka_unit_test_setup_teardown(test_hook_links_back_or_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_digest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_ram_json, setup, teardown),

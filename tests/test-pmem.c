@@ -7,6 +7,7 @@
  * the lab host's (lab-keep-ram console, 6.1.0-47: "BIOS-e820:" and "user:"
  * lines, "user: [mem 0x140000000-0x1bfffffff] persistent (type 12)").
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fileio.h"
 #include "macros.h"
 #include "path-util.h"
 #include "pmem.h"
+#include "string-util.h"
 
 #define RAM_DIR    "/var/lib/libvirt/qemu/ram"
 #define LAB_MEMMAP "memmap=2G!5G"
@@ -292,6 +296,48 @@ static void test_pmem_dir_not_pmem(void **state) {
 	assert_codes(&q, "kept-memory-dir-not-pmem");
 }
 
+/* What a read-only view of the backing directory gives (upgraded.service's
+ * ProtectSystem=strict without ReadWritePaths= for it): a child in its own mount
+ * namespace binds the directory read-only over itself. 0: the expected reason. */
+static int read_only_child(const Fixture *f) {
+	_cleanup_(pmem_facts_done) PmemFacts p = {};
+	_cleanup_free_ char *dir = NULL, *got = NULL;
+	PmemOptions o = { .root = f->root, .staged_cmdline = LAB_MEMMAP, .backend = "kexec_load" };
+
+	if (path_prefix_root(f->root, RAM_DIR, &dir) < 0)
+		return 2;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(dir, dir, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+		return 77;
+	if (pmem_facts_gather(&o, &p) < 0)
+		return 2;
+	got = codes(&p.reasons);
+	if (!streq(got, "kept-memory-dir-read-only") ||
+	    !strstr(p.reasons.items[0].text, "Read-only file system") ||
+	    !strstr(p.reasons.items[0].text, "ReadWritePaths=" RAM_DIR))
+		return fprintf(stderr, "got '%s': %s\n", got,
+		               p.reasons.n ? p.reasons.items[0].text : "-"),
+		       1;
+	return 0;
+}
+
+static void test_pmem_dir_read_only(void **state) {
+	Fixture *f = *state;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(read_only_child(f));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip(); /* no CAP_SYS_ADMIN for a mount namespace */
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* A symlinked backing directory resolves below the root to the DAX mount. */
 static void test_pmem_symlinked_dir(void **state) {
 	Fixture *f = *state;
@@ -437,6 +483,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_pmem_no_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_not_dax, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_dir_not_pmem, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pmem_dir_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_symlinked_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_cmdline_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pmem_unknown_backend, setup, teardown),

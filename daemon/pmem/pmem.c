@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bootparam.h"
 #include "fileio.h"
@@ -226,6 +227,16 @@ static bool options_dax(const char *options, const char **ret_word) {
 	return dax;
 }
 
+/* 0, or why this process cannot create the keep links below dir: a read-only
+ * view of it (ProtectSystem=strict without ReadWritePaths=) says -EROFS. */
+static int backing_writable(const char *root, const char *dir) {
+	_cleanup_free_ char *p = NULL;
+
+	if (path_prefix_root(root, dir, &p) < 0)
+		return -ENOMEM;
+	return access(p, W_OK | X_OK) < 0 ? -errno : 0;
+}
+
 /* 2. The filesystem holding libvirt's memory_backing_dir. */
 static int gather_backing(const PmemOptions *o, PmemFacts *f, const PmemBlock *blocks, size_t nb) {
 	_cleanup_free_ char *conf = NULL, *dir = NULL;
@@ -257,6 +268,7 @@ static int gather_backing(const PmemOptions *o, PmemFacts *f, const PmemBlock *b
 		return 0; /* no mount table: not on persistent memory as far as we know */
 	f->facts.dax = options_dax(f->mount.options, &word);
 	f->facts.dax_option = word;
+	f->facts.backing_write_error = backing_writable(o->root, f->backing_dir);
 	for (size_t i = 0; i < f->n_regions; i++) {
 		const char *dev = f->regions[i].device;
 

@@ -5,8 +5,10 @@
  */
 
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,15 +232,14 @@ int keep_ram_entry_check_file(const KeepRamEntry *e, char **ret_reason) {
 	return 0;
 }
 
-int keep_ram_domain_dir(const char *backing_dir, int id, char **ret_dir) {
-	_cleanup_free_ char *base = NULL, *found = NULL;
+/* The one entry "<id>-*" of base: -ENOENT none, -EEXIST two (do not guess). */
+static int domain_dir_in(const char *base, int id, char **ret_dir) {
+	_cleanup_free_ char *found = NULL;
 	char prefix[32];
 	struct dirent *de;
 	DIR *d;
 	int r = -ENOENT;
 
-	if (id < 0 || asprintf(&base, "%s/libvirt/qemu", backing_dir) < 0)
-		return id < 0 ? -EINVAL : -ENOMEM;
 	snprintf(prefix, sizeof(prefix), "%d-", id);
 	d = opendir(base);
 	if (!d)
@@ -246,7 +247,7 @@ int keep_ram_domain_dir(const char *backing_dir, int id, char **ret_dir) {
 	while ((de = readdir(d)))
 		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0) {
 			if (found) {
-				r = -EEXIST; /* two directories for one live id: do not guess */
+				r = -EEXIST;
 				break;
 			}
 			if (asprintf(&found, "%s/%s", base, de->d_name) < 0) {
@@ -260,6 +261,22 @@ int keep_ram_domain_dir(const char *backing_dir, int id, char **ret_dir) {
 		return r;
 	*ret_dir = TAKE_PTR(found);
 	return 0;
+}
+
+int keep_ram_domain_dir(const char *backing_dir, int id, char **ret_dir) {
+	_cleanup_free_ char *base = NULL;
+	int r;
+
+	if (id < 0)
+		return -EINVAL;
+	/* memory_backing_dir named in qemu.conf: libvirt appends libvirt/qemu to it. */
+	if (asprintf(&base, "%s/libvirt/qemu", backing_dir) < 0)
+		return -ENOMEM;
+	r = domain_dir_in(base, id, ret_dir);
+	if (r != -ENOENT)
+		return r;
+	/* Its built-in default (/var/lib/libvirt/qemu/ram) is used as it is. */
+	return domain_dir_in(backing_dir, id, ret_dir);
 }
 
 int keep_ram_link_back(const char *kept_path, const char *ram_file) {
@@ -356,7 +373,7 @@ int keep_ram_hook_start(const char *state_dir, const char *xml, KeepRamEntry *re
 		if (k < 0)
 			k = reason(ret_msg, k,
 			           "refusing to start '%s': cannot link its kept RAM into "
-			           "%s/libvirt/qemu/%d-*: %s",
+			           "%s/[libvirt/qemu/]%d-*: %s",
 			           e.name, e.backing_dir, id, strerror(-k));
 	}
 	if (k < 0) {
@@ -379,4 +396,71 @@ int keep_ram_xml_qmp_socket(const char *xml, char **ret_path) {
 		return -EBADMSG;
 	*ret_path = strndup(p, (size_t)(end - p));
 	return *ret_path ? 0 : -ENOMEM;
+}
+
+int keep_ram_qmp_socket_path(const char *root, const char *uuid, char **ret_path) {
+	return asprintf(ret_path, "%s%s/%s/qmp", strempty(root), KEEP_RAM_RUN_DIR, uuid) < 0
+	               ? -ENOMEM
+	               : 0;
+}
+
+/* "+N" or a name, as libvirt writes either half of a DAC label. */
+static int dac_id(const char *s, size_t len, bool group, unsigned *ret) {
+	_cleanup_free_ char *w = strndup(s, len);
+	unsigned long long v;
+
+	if (!w || len == 0)
+		return w ? -EBADMSG : -ENOMEM;
+	if (w[0] == '+') {
+		if (safe_atou64(w + 1, &v) < 0 || v >= UINT32_MAX)
+			return -EBADMSG;
+		*ret = (unsigned)v;
+		return 0;
+	}
+	if (group) {
+		struct group *g = getgrnam(w);
+
+		if (!g)
+			return -EBADMSG;
+		*ret = g->gr_gid;
+	} else {
+		struct passwd *pw = getpwnam(w);
+
+		if (!pw)
+			return -EBADMSG;
+		*ret = pw->pw_uid;
+	}
+	return 0;
+}
+
+int keep_ram_xml_dac_owner(const char *xml, uid_t *ret_uid, gid_t *ret_gid) {
+	const char *p = xml, *end, *label, *colon, *stop;
+	unsigned uid, gid;
+
+	for (;;) {
+		p = strstr(p, "<seclabel ");
+		if (!p)
+			return -ENOENT;
+		end = strstr(p, "</seclabel>");
+		if (!end)
+			return -ENOENT;
+		stop = strchr(p, '>');
+		if (stop && stop < end &&
+		    (memmem(p, (size_t)(stop - p), "model='dac'", 11) ||
+		     memmem(p, (size_t)(stop - p), "model=\"dac\"", 11)))
+			break;
+		p = end;
+	}
+	label = memmem(p, (size_t)(end - p), "<label>", 7);
+	if (!label)
+		return -ENOENT;
+	label += 7;
+	stop = memmem(label, (size_t)(end - label), "</label>", 8);
+	colon = stop ? memchr(label, ':', (size_t)(stop - label)) : NULL;
+	if (!colon || dac_id(label, (size_t)(colon - label), false, &uid) < 0 ||
+	    dac_id(colon + 1, (size_t)(stop - colon - 1), true, &gid) < 0)
+		return -EBADMSG;
+	*ret_uid = (uid_t)uid;
+	*ret_gid = (gid_t)gid;
+	return 0;
 }

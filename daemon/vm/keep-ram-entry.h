@@ -17,9 +17,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define KEEP_RAM_XATTR          "user.upgraded.generation"
 #define KEEP_RAM_STATE_DIR      "/var/lib/upgraded/keep-ram"
+#define KEEP_RAM_RUN_DIR        "/run/upgraded/keep-ram"
 #define KEEP_RAM_UUID_LEN       36
 #define KEEP_RAM_QMP_CHARDEV_ID "upgraded-keep-ram"
 #define KEEP_RAM_ENTRY_MAX_SIZE 8192
@@ -61,8 +63,10 @@ int keep_ram_mark_set(const char *path, const char *generation);
  */
 int keep_ram_entry_check_file(const KeepRamEntry *e, char **ret_reason);
 
-/* The running domain's memory directory: the one entry "<id>-*" in
- * <backing_dir>/libvirt/qemu (libvirt names it "<id>-<short name>"). -ENOENT when none. */
+/* The running domain's memory directory: the one entry "<id>-*" (libvirt names it "<id>-<short
+ * name>") in <backing_dir>/libvirt/qemu, where libvirt puts it for a memory_backing_dir named
+ * in qemu.conf, else in <backing_dir> itself, its layout for the built-in default. -ENOENT
+ * when none, -EEXIST when two entries match in one place. */
 int keep_ram_domain_dir(const char *backing_dir, int id, char **ret_dir);
 
 /* Hard-links the kept file to ram_file, replacing what is there (link + rename, atomic). */
@@ -83,3 +87,12 @@ int keep_ram_hook_start(const char *state_dir, const char *xml, KeepRamEntry *re
 /* The socket path of the extra monitor keep-ram puts into the saved XML (-chardev
  * socket,id=KEEP_RAM_QMP_CHARDEV_ID,path=...). -ENOENT when the XML has none. */
 int keep_ram_xml_qmp_socket(const char *xml, char **ret_path);
+
+/* Where that socket lives: root + KEEP_RAM_RUN_DIR/<uuid>/qmp. The directory of its own is
+ * given to the QEMU user by the hook, who binds the socket there. */
+int keep_ram_qmp_socket_path(const char *root, const char *uuid, char **ret_path);
+
+/* The user and group QEMU runs as, from the DAC security label libvirt put in the domain XML
+ * it hands the "start" hook (<seclabel model='dac'><label>+UID:+GID</label>, or names).
+ * -ENOENT when the XML has none, -EBADMSG when it cannot be read. */
+int keep_ram_xml_dac_owner(const char *xml, uid_t *ret_uid, gid_t *ret_gid);

@@ -102,7 +102,7 @@ int keep_ram_ram_file(virDomainPtr dom, const char *backing_dir, char **ret_path
 		return -ENOMEM;
 	if (k < 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return asprintf(ret_reason,
-		                "no RAM file %s/libvirt/qemu/%u-*/pc.ram (NUMA cells "
+		                "no RAM file %s/[libvirt/qemu/]%u-*/pc.ram (NUMA cells "
 		                "and memory devices are not supported)",
 		                backing_dir, id) < 0
 		               ? -ENOMEM
@@ -156,8 +156,7 @@ static int write_entry(const KeepRamConfig *cfg, const char *backing, const char
 	_cleanup_free_ char *sock = NULL, *image = NULL;
 	KeepRamEntry e = { .size = k->size, .inode = k->inode };
 
-	if (asprintf(&sock, "%s%s/%s.qmp", strempty(cfg ? cfg->root : NULL), KEEP_RAM_RUN_DIR,
-	             r->uuid) < 0 ||
+	if (keep_ram_qmp_socket_path(cfg ? cfg->root : NULL, r->uuid, &sock) < 0 ||
 	    asprintf(&image, "%s/%s.save", save_dir ?: VM_SAVE_DIR_DEFAULT, r->name) < 0)
 		return -ENOMEM;
 	memcpy(e.uuid, r->uuid, sizeof(e.uuid));
@@ -234,9 +233,11 @@ int keep_ram_before_save(virDomainPtr dom, const KeepRamConfig *cfg, const char 
 /* The saved XML gets the extra monitor the hook's helper connects to. libvirt keeps it only
  * in the image: the persistent definition does not change. */
 static int define_saved_xml(virDomainPtr dom, const VmResult *r, const char *root) {
-	_cleanup_free_ char *xml = NULL, *out = NULL;
+	_cleanup_free_ char *xml = NULL, *out = NULL, *sock = NULL;
 	char *end;
 
+	if (keep_ram_qmp_socket_path(root, r->uuid, &sock) < 0)
+		return -ENOMEM;
 	xml = virDomainManagedSaveGetXMLDesc(dom, VIR_DOMAIN_SAVE_IMAGE_XML_SECURE);
 	if (!xml)
 		return -EIO;
@@ -248,11 +249,10 @@ static int define_saved_xml(virDomainPtr dom, const VmResult *r, const char *roo
 	*end = 0;
 	if (asprintf(&out,
 	             "%s<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
-	             "<qemu:arg value='-chardev'/><qemu:arg value='socket,id=%s,path=%s%s/%s.qmp,"
+	             "<qemu:arg value='-chardev'/><qemu:arg value='socket,id=%s,path=%s,"
 	             "server=on,wait=on'/><qemu:arg value='-mon'/>"
 	             "<qemu:arg value='chardev=%s,mode=control'/></qemu:commandline></domain>\n",
-	             xml, KEEP_RAM_QMP_CHARDEV_ID, strempty(root), KEEP_RAM_RUN_DIR, r->uuid,
-	             KEEP_RAM_QMP_CHARDEV_ID) < 0)
+	             xml, KEEP_RAM_QMP_CHARDEV_ID, sock, KEEP_RAM_QMP_CHARDEV_ID) < 0)
 		return -ENOMEM;
 	return virDomainManagedSaveDefineXML(dom, out, 0) < 0 ? -EIO : 0;
 }

@@ -45,7 +45,6 @@ KeepRamDigestMode keep_ram_digest_mode_from_string(const char *s);
 #define KEEP_RAM_QEMU_CONF           "/etc/libvirt/qemu.conf"
 #define KEEP_RAM_BACKING_DIR_DEFAULT "/var/lib/libvirt/qemu/ram"
 #define KEEP_RAM_KEEP_SUBDIR         "upgraded-keep"
-#define KEEP_RAM_RUN_DIR             "/run/upgraded/keep-ram"
 #define KEEP_RAM_START_ATTEMPTS      3 /* restores tried when the capability race is lost */
 
 typedef struct KeepRamConfig {

@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,19 +140,48 @@ static int helper_run(const char *sock, bool on, FILE *log) {
 	return k;
 }
 
+/*
+ * The restoring QEMU binds the monitor's socket in a directory of its own, owned by the user
+ * it runs as (DAC label in the XML; else the owner of the kept RAM file, which that QEMU
+ * created): /run/upgraded is root's and new after a kexec. A stale socket would answer
+ * ECONNREFUSED.
+ */
+static int socket_dir_prepare(const char *sock, const char *xml, const char *kept_path) {
+	_cleanup_free_ char *dir = strdup(sock), *parent = NULL;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	struct stat st;
+
+	if (!dir || !(parent = strdup(dir)))
+		return -ENOMEM;
+	*strrchr(dir, '/') = 0;
+	*strrchr(parent, '/') = 0;
+	*strrchr(parent, '/') = 0;
+	if (keep_ram_xml_dac_owner(xml, &uid, &gid) < 0 && kept_path && stat(kept_path, &st) >= 0) {
+		uid = st.st_uid;
+		gid = st.st_gid;
+	}
+	if (mkdir_p(parent, 0755) < 0 || chmod(parent, 0755) < 0)
+		return -errno;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (chown(dir, uid, gid) < 0 || chmod(dir, 0700) < 0)
+		return -errno;
+	(void)unlink(sock);
+	return 0;
+}
+
 /* Forks the helper; the hook itself returns at once (libvirt waits for it). */
 static int helper_spawn(const char *state_dir, const char *uuid, const char *sock, bool on) {
-	_cleanup_free_ char *log_path = NULL, *sock_dir = strdup(sock);
+	_cleanup_free_ char *log_path = NULL;
 	FILE *log = NULL;
 	pid_t pid;
 	int fd;
 
-	/* QEMU binds the socket: its directory must exist (/run is new after a kexec); a stale
-	 * socket would answer ECONNREFUSED. */
-	if (!sock_dir)
-		return -ENOMEM;
-	(void)mkdir_p(dirname(sock_dir), 0700);
-	(void)unlink(sock);
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -212,6 +240,8 @@ int main(int argc, char *argv[]) {
 		int id;
 
 		k = keep_ram_xml_facts(xml, uuid, &id);
+		if (k >= 0)
+			k = socket_dir_prepare(sock, xml, linked ? e.kept_path : NULL);
 		if (k >= 0)
 			k = helper_spawn(state_dir, uuid, sock, linked);
 		if (k < 0)
