@@ -399,16 +399,25 @@ static bool placer_find(const struct placer *pl, uint64_t size, uint64_t align, 
 
 /* Replaces *map with a copy whose RAM has every persistent-memory range of the
  * running kernel (/proc/iomem) carved out with that range's type: nothing is
- * placed there, and the new kernel's e820 table does not hand it out as RAM. */
-static int keep_persistent_memory(const char *root, struct mem_range **map, size_t *n) {
-	struct mem_range keep[MEMRANGE_MAX_PMEM];
+ * placed there, and the new kernel's e820 table does not hand it out as RAM.
+ * With a saved map (memmap_dir, out of the crash kernel), the ranges saved with
+ * it too: the crash kernel does not see them. */
+static int keep_persistent_memory(const char *root, const char *memmap_dir, struct mem_range **map,
+                                  size_t *n) {
+	struct mem_range keep[2 * MEMRANGE_MAX_PMEM];
 	_cleanup_free_ struct mem_range *out = NULL;
-	size_t nk = 0, nout = 0;
+	size_t nk = 0, ns = 0, nout = 0;
 	int r;
 
-	r = memrange_read_iomem_pmem(root, keep, ELEMENTSOF(keep), &nk);
+	r = memrange_read_iomem_pmem(root, keep, MEMRANGE_MAX_PMEM, &nk);
 	if (r < 0)
 		return r;
+	if (memmap_dir) {
+		r = memrange_read_saved_pmem(memmap_dir, keep + nk, MEMRANGE_MAX_PMEM, &ns);
+		if (r < 0)
+			return r;
+		nk = memrange_merge(keep, nk, ns);
+	}
 	if (nk == 0)
 		return 0;
 	out = calloc(MEMMAP_MAX_RANGES, sizeof(*out));
@@ -566,7 +575,7 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 	/* Same inputs as loader_memory_map_digest(): the map and the reservation. */
 	memmap_digest(map, nr_map, crash, nr_crash, img->memmap_digest);
 	/* Persistent memory is RAM in the firmware map (memmap=!): out of it. */
-	r = keep_persistent_memory(o->root, &map, &nr_map);
+	r = keep_persistent_memory(o->root, o->memmap_dir, &map, &nr_map);
 	if (r == -EPERM)
 		FAIL(LOADER_ERR_PMEM_HIDDEN, r);
 	if (r < 0)

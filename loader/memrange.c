@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,65 @@ int memrange_read_iomem_pmem(const char *root, struct mem_range *ret, size_t max
 	if (r < 0)
 		return r;
 	r = read_file_full(p, IOMEM_MAX_SIZE, &data, &size);
+	if (r == -ENOENT) {
+		*ret_n = 0;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	return memrange_parse_iomem_pmem(data, size, ret, max, ret_n);
+}
+
+size_t memrange_merge(struct mem_range *r, size_t n, size_t m) {
+	size_t k = n;
+
+	for (size_t i = n; i < n + m; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = r[j].start == r[i].start && r[j].end == r[i].end;
+		if (!seen)
+			r[k++] = r[i]; /* k <= i: never over one not read yet */
+	}
+	qsort(r, k, sizeof(*r), cmp_range);
+	return k;
+}
+
+static int saved_pmem_path(const char *dir, char **ret) {
+	return asprintf(ret, "%s%s", dir, MEMRANGE_PMEM_SUFFIX) < 0 ? -ENOMEM : 0;
+}
+
+int memrange_write_saved_pmem(const char *root, const char *dir) {
+	struct mem_range r[MEMRANGE_MAX_PMEM];
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	size_t n = 0, len = 0;
+	int k;
+
+	k = memrange_read_iomem_pmem(root, r, ELEMENTSOF(r), &n);
+	if (k < 0)
+		return k;
+	if (saved_pmem_path(dir, &path) < 0)
+		return -ENOMEM;
+	if (n == 0)
+		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+	text = calloc(n, 96);
+	if (!text)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(
+		        text + len, 96, "%" PRIx64 "-%" PRIx64 " : %s\n", r[i].start, r[i].end,
+		        r[i].type == E820_TYPE_PRAM ? IOMEM_PMEM_LEGACY : IOMEM_PMEM);
+	return write_file_atomic(path, text, len, 0644);
+}
+
+int memrange_read_saved_pmem(const char *dir, struct mem_range *ret, size_t max, size_t *ret_n) {
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	size_t size;
+	int r;
+
+	if (saved_pmem_path(dir, &path) < 0)
+		return -ENOMEM;
+	r = read_file_full(path, IOMEM_MAX_SIZE, &data, &size);
 	if (r == -ENOENT) {
 		*ret_n = 0;
 		return 0;

@@ -57,6 +57,21 @@ int memrange_parse_iomem_pmem(const char *data, size_t size, struct mem_range *r
 int memrange_read_iomem_pmem(const char *root, struct mem_range *ret, size_t max, size_t *ret_n);
 
 /*
+ * A saved memory map (memrange_read_memmap()'s dir_override) carries the running kernel's
+ * persistent-memory ranges beside it, in "<dir>" MEMRANGE_PMEM_SUFFIX, as /proc/iomem lines:
+ * the crash kernel's own /proc/iomem does not show them, and the kernel it loads must keep
+ * out of them all the same. memrange_write_saved_pmem() writes that file from root's
+ * /proc/iomem (none when there is no range); memrange_read_saved_pmem() reads it (a missing
+ * file gives no range).
+ */
+/* r[0..n) and r[n..n+m), each sorted: r[0..ret) sorted, a range in both once. */
+size_t memrange_merge(struct mem_range *r, size_t n, size_t m);
+
+#define MEMRANGE_PMEM_SUFFIX ".pmem"
+int memrange_write_saved_pmem(const char *root, const char *dir);
+int memrange_read_saved_pmem(const char *dir, struct mem_range *ret, size_t max, size_t *ret_n);
+
+/*
  * out = map with every part of a RAM range that lies in one of keep[] turned
  * into keep's type (ranges split where needed), sorted. Non-RAM ranges are
  * copied as they are. -E2BIG when the result has more than max ranges.

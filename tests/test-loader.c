@@ -496,6 +496,35 @@ static void test_loader_build_saved_memmap(void **state) {
 	assert_int_equal(get_u64(zp, BP_E820_TABLE + 4 * E820_ENTRY_SIZE + 8), 0x540000000);
 	img = loader_image_free(img);
 
+	/* Persistent memory saved beside the map (stage wrote it from the old kernel's
+	 * /proc/iomem), over the preferred address: kept out though the live kernel does
+	 * not show it. */
+	{
+		_cleanup_free_ char *pm = NULL;
+		uint64_t size;
+		uint32_t type;
+
+		assert_true(asprintf(&pm, "%s%s", saved, MEMRANGE_PMEM_SUFFIX) > 0);
+		assert_int_equal(
+		        write_file_atomic(pm, "01000000-07ffffff : Persistent Memory (legacy)\n",
+		                          47, 0644),
+		        0);
+		assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
+		loader_image_segments(img, &s);
+		for (size_t i = 0; i < _LOADER_SEG_MAX; i++)
+			if (s[i].memsz && s[i].mem <= 0x7ffffff &&
+			    0x1000000 < s[i].mem + s[i].memsz)
+				fail_msg("segment %zu at 0x%" PRIx64
+				         " lies in saved persistent memory",
+				         i, s[i].mem);
+		zp = s[LOADER_SEG_PARAMS].buf;
+		assert_true(e820_find(zp, 0x1000000, &size, &type));
+		assert_int_equal(size, 0x7000000);
+		assert_int_equal(type, E820_TYPE_PRAM);
+		img = loader_image_free(img);
+		assert_int_equal(unlink(pm), 0);
+	}
+
 	/* A missing saved map is named, not replaced by the live one. */
 	o.memmap_dir = "/nonexistent/memmap";
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -ENOENT);

@@ -8,9 +8,14 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bootparam.h"
+#include "fileio.h"
 #include "macros.h"
 #include "memrange.h"
 
@@ -142,6 +147,48 @@ static void test_memrange_keep_out_edges(void **state) {
 	assert_int_equal(memrange_keep_out(map, 1, keep, 1, out, 1, &n), -E2BIG);
 }
 
+/* Stage saves the running kernel's persistent memory beside the saved map; the loader
+ * (out of the crash kernel) reads it back and merges it with what it sees itself. */
+static void test_memrange_saved_pmem(void **state) {
+	char root[] = "/tmp/test-memrange.XXXXXX", dir[64], path[80], proc[64], iomem[80];
+	struct mem_range r[4];
+	size_t n = 9;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(dir, sizeof(dir), "%s/memmap-1", root);
+	snprintf(path, sizeof(path), "%s%s", dir, MEMRANGE_PMEM_SUFFIX);
+	snprintf(proc, sizeof(proc), "%s/proc", root);
+	snprintf(iomem, sizeof(iomem), "%s/iomem", proc);
+	/* Nothing saved: no range. */
+	assert_int_equal(memrange_read_saved_pmem(dir, r, 4, &n), 0);
+	assert_int_equal(n, 0);
+	/* No /proc/iomem or no region: no file. */
+	assert_int_equal(memrange_write_saved_pmem(root, dir), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(mkdir(proc, 0755), 0);
+	assert_int_equal(write_file_atomic(iomem, lab_iomem, sizeof(lab_iomem) - 1, 0644), 0);
+	assert_int_equal(memrange_write_saved_pmem(root, dir), 0);
+	assert_int_equal(memrange_read_saved_pmem(dir, r, 4, &n), 0);
+	assert_int_equal(n, 1);
+	assert_range(&r[0], 0x140000000, 0x1bfffffff, E820_TYPE_PRAM);
+
+	/* Merge: the live kernel's ranges, then the saved ones; one seen by both once. */
+	r[0] = (struct mem_range){ 0x300000000, 0x3ffffffff, E820_TYPE_PMEM };
+	r[1] = (struct mem_range){ 0x140000000, 0x1bfffffff, E820_TYPE_PRAM };
+	r[2] = (struct mem_range){ 0x300000000, 0x3ffffffff, E820_TYPE_PMEM };
+	assert_int_equal(memrange_merge(r, 1, 2), 2);
+	assert_range(&r[0], 0x140000000, 0x1bfffffff, E820_TYPE_PRAM);
+	assert_range(&r[1], 0x300000000, 0x3ffffffff, E820_TYPE_PMEM);
+
+	/* The region gone from /proc/iomem: the stale file goes too. */
+	assert_int_equal(write_file_atomic(iomem, "00100000-7ffdefff : System RAM\n", 31, 0644), 0);
+	assert_int_equal(memrange_write_saved_pmem(root, dir), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(unlink(iomem), 0);
+	assert_int_equal(rmdir(proc), 0);
+	assert_int_equal(rmdir(root), 0);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_memrange_parse_lab),
@@ -149,6 +196,7 @@ int main(void) {
 		cmocka_unit_test(test_memrange_parse_refusals),
 		cmocka_unit_test(test_memrange_keep_out),
 		cmocka_unit_test(test_memrange_keep_out_edges),
+		cmocka_unit_test(test_memrange_saved_pmem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include "json-util.h"
 #include "kexec-loader.h"
 #include "log.h"
+#include "memrange.h"
 #include "path-util.h"
 #include "report.h"
 #include "string-util.h"
@@ -104,6 +105,15 @@ int context_save_memmap(Context *c, Update *u) {
 	closedir(d);
 	if (r >= 0 && n == 0)
 		r = -EBADMSG;
+	/* Beside it, the persistent-memory ranges the crash kernel cannot see: the kernel
+	 * it loads keeps out of them (kept VM RAM lives there). */
+	if (r >= 0) {
+		int k = memrange_write_saved_pmem(c->root, dst);
+
+		/* Hidden addresses (no CAP_SYS_ADMIN): the kept-memory facts refuse keep-ram. */
+		if (k < 0 && k != -EPERM)
+			r = k;
+	}
 	return r;
 }
 
