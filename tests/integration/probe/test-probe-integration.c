@@ -27,6 +27,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "../check.h"
 #include "bootlog.h"
 #include "macros.h"
 #include "probe-loader.h"
@@ -50,16 +51,6 @@
 
 static int failures;
 static const char *dump_dir; /* --dump DIR: write every JSON fragment there (schema test) */
-
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
 
 struct shared {
 	volatile uint64_t counter;

@@ -23,13 +23,13 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/libvirt-qemu.h>
 #include <libvirt/virterror.h>
 
+#include "vm-harness.h"
 #include "vm.h"
 
 #define N_VMS     2
@@ -44,23 +44,6 @@ static int failures;
 /* The counter each VM showed while paused, read from the progress callback. */
 static int64_t paused_counter[N_VMS] = { -1, -1 };
 
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
-
-static double now_s(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int vm_index(const char *name) {
 	for (int i = 0; i < N_VMS; i++)
 		if (strcmp(names[i], name) == 0)
@@ -68,47 +51,8 @@ static int vm_index(const char *name) {
 	return -1;
 }
 
-/* Reads a 32-bit word of guest-physical memory through the QEMU monitor (HMP "xp"). */
-static int64_t read_word(const char *name, unsigned long addr) {
-	virDomainPtr d = virDomainLookupByName(conn, name);
-	char cmd[64], *out = NULL, *colon;
-	int64_t v = -1;
-
-	if (!d)
-		return -1;
-	snprintf(cmd, sizeof(cmd), "xp /1wx %#lx", addr);
-	if (virDomainQemuMonitorCommand(d, cmd, &out, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) == 0 &&
-	    (colon = strchr(out, ':')))
-		v = (int64_t)strtoul(colon + 1, NULL, 16);
-	free(out);
-	virDomainFree(d);
-	return v;
-}
-
 static int64_t counter(const char *name) {
-	return read_word(name, COUNTER_ADDR);
-}
-
-static int dom_state(const char *name) {
-	virDomainPtr d = virDomainLookupByName(conn, name);
-	int state = -1, reason;
-
-	if (d) {
-		virDomainGetState(d, &state, &reason, 0);
-		virDomainFree(d);
-	}
-	return state;
-}
-
-static int dom_has_image(const char *name) {
-	virDomainPtr d = virDomainLookupByName(conn, name);
-	int r = -1;
-
-	if (d) {
-		r = virDomainHasManagedSaveImage(d, 0);
-		virDomainFree(d);
-	}
-	return r;
+	return harness_read_word(conn, name, COUNTER_ADDR);
 }
 
 static size_t save_dir_entries(void) {
@@ -129,45 +73,17 @@ static void on_progress(const VmResult *r, void *userdata) {
 	int i = vm_index(r->name);
 	double t0 = *(double *)userdata;
 
-	printf("  %6.2f s  %-14s %s%s%s\n", now_s() - t0, r->name, vm_outcome_to_string(r->outcome),
-	       r->error ? ": " : "", r->error ?: "");
+	printf("  %6.2f s  %-14s %s%s%s\n", harness_now() - t0, r->name,
+	       vm_outcome_to_string(r->outcome), r->error ? ": " : "", r->error ?: "");
 	/* Called on our thread after every pause and before any save starts: the VM is paused,
 	 * its monitor still answers. */
 	if (i >= 0 && r->outcome == VM_OUTCOME_PAUSED)
 		paused_counter[i] = counter(r->name);
 }
 
-static int define_and_start(const char *workdir, const char *sector, int i) {
-	char img[512], xml[2048], cmd[1100];
-	virDomainPtr d;
-	int r;
-
-	snprintf(img, sizeof(img), "%s/%s.img", workdir, names[i]);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", sector, img);
-	if (system(cmd) != 0)
-		return -1;
-	snprintf(xml, sizeof(xml),
-	         "<domain type='qemu'><name>%s</name><memory unit='MiB'>16</memory>"
-	         "<vcpu>1</vcpu><os><type arch='x86_64' machine='pc'>hvm</type>"
-	         "<boot dev='hd'/></os><on_poweroff>destroy</on_poweroff>"
-	         "<on_reboot>destroy</on_reboot><on_crash>destroy</on_crash><devices>"
-	         "<emulator>/usr/bin/qemu-system-x86_64</emulator>"
-	         "<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
-	         "<source file='%s'/><target dev='hda' bus='ide'/></disk>"
-	         "<controller type='usb' model='none'/><memballoon model='none'/>"
-	         "</devices></domain>",
-	         names[i], img);
-	d = virDomainDefineXML(conn, xml);
-	if (!d)
-		return -1;
-	r = virDomainCreate(d);
-	virDomainFree(d);
-	return r;
-}
-
 /* Waits until the guest's counter reaches at least min (it is running and ticking). */
 static int64_t wait_counter(const char *name, int64_t min, double timeout) {
-	double end = now_s() + timeout;
+	double end = harness_now() + timeout;
 	int64_t c;
 
 	do {
@@ -175,7 +91,7 @@ static int64_t wait_counter(const char *name, int64_t min, double timeout) {
 		if (c >= min)
 			return c;
 		usleep(100000);
-	} while (now_s() < end);
+	} while (harness_now() < end);
 	return c;
 }
 
@@ -189,8 +105,8 @@ static void check_continued(int i, const char *phase) {
 	CHECK(after >= paused_counter[i] && after < paused_counter[i] + 40,
 	      "%s %s: counter %" PRId64 " right after resume, %" PRId64 " at pause", phase,
 	      names[i], after, paused_counter[i]);
-	CHECK(read_word(names[i], MAGIC_ADDR) == 0x55504721, "%s %s: guest magic lost", phase,
-	      names[i]);
+	CHECK(harness_read_word(conn, names[i], MAGIC_ADDR) == 0x55504721,
+	      "%s %s: guest magic lost", phase, names[i]);
 	later = wait_counter(names[i], after + 5, 10);
 	CHECK(later >= after + 5, "%s %s: counter stuck at %" PRId64, phase, names[i], later);
 	printf("  %s: counter %" PRId64 " at pause, %" PRId64 " after resume, %" PRId64
@@ -220,21 +136,23 @@ static int64_t phase_checkpoint_restore(void) {
 		                       { names[1], VM_STRATEGY_CHECKPOINT } };
 	VmPlan plan = { .entries = e, .n_entries = N_VMS, .parallel = 2 };
 	VmResults *r = NULL;
-	double t0 = now_s(), t1, t2;
+	double t0 = harness_now(), t1, t2;
 	int64_t image_bytes = 0;
 	int k;
 
 	printf("checkpoint both VMs, then restore them\n");
 	k = vm_checkpoint_all(conn, &plan, on_progress, &t0, &r);
-	t1 = now_s();
+	t1 = harness_now();
 	CHECK(k == 0, "vm_checkpoint_all: %s", strerror(-k));
 	for (int i = 0; i < N_VMS && r; i++) {
 		const VmResult *v = vm_results_find(r, names[i]);
 
 		CHECK(v->outcome == VM_OUTCOME_SAVED, "%s: %s", names[i], v->error ?: "not saved");
 		CHECK(v->saved_bytes > 0, "%s: saved_bytes %" PRId64, names[i], v->saved_bytes);
-		CHECK(dom_state(names[i]) == VIR_DOMAIN_SHUTOFF, "%s not shut off", names[i]);
-		CHECK(dom_has_image(names[i]) == 1, "%s has no managed save image", names[i]);
+		CHECK(harness_state(conn, names[i]) == VIR_DOMAIN_SHUTOFF, "%s not shut off",
+		      names[i]);
+		CHECK(harness_has_image(conn, names[i]) == 1, "%s has no managed save image",
+		      names[i]);
 		image_bytes = v->saved_bytes > image_bytes ? v->saved_bytes : image_bytes;
 		printf("  %s: saved %" PRId64 " bytes in %.2f s\n", names[i], v->saved_bytes,
 		       (double)v->save_time / 1e6);
@@ -242,14 +160,16 @@ static int64_t phase_checkpoint_restore(void) {
 	CHECK(save_dir_entries() == N_VMS, "expected %d images", N_VMS);
 
 	k = vm_restore_all(conn, &plan, r, on_progress, &t0);
-	t2 = now_s();
+	t2 = harness_now();
 	CHECK(k == 0, "vm_restore_all: %s", strerror(-k));
 	for (int i = 0; i < N_VMS && r; i++) {
 		const VmResult *v = vm_results_find(r, names[i]);
 
 		CHECK(v->outcome == VM_OUTCOME_RESUMED, "%s: %s", names[i], v->error ?: "?");
-		CHECK(dom_state(names[i]) == VIR_DOMAIN_RUNNING, "%s not running", names[i]);
-		CHECK(dom_has_image(names[i]) == 0, "%s: image left after restore", names[i]);
+		CHECK(harness_state(conn, names[i]) == VIR_DOMAIN_RUNNING, "%s not running",
+		      names[i]);
+		CHECK(harness_has_image(conn, names[i]) == 0, "%s: image left after restore",
+		      names[i]);
 		CHECK(vm_result_downtime(v) > 0, "%s: no downtime recorded", names[i]);
 		printf("  %s: restore %.2f s, downtime %.2f s\n", names[i],
 		       (double)v->restore_time / 1e6, (double)vm_result_downtime(v) / 1e6);
@@ -269,7 +189,7 @@ static void phase_disk_full_rollback(int64_t image_bytes) {
 	VmPlan plan = { .entries = e, .n_entries = N_VMS, .parallel = 1 };
 	VmResults *r = NULL;
 	char opts[64];
-	double t0 = now_s();
+	double t0 = harness_now();
 	int k, n_saved_then_rolled = 0;
 
 	printf("save target full: rollback\n");
@@ -289,8 +209,10 @@ static void phase_disk_full_rollback(int64_t image_bytes) {
 		CHECK(v->outcome == VM_OUTCOME_ROLLED_BACK, "%s: %s, %s", names[i],
 		      vm_outcome_to_string(v->outcome), v->error ?: "");
 		CHECK(v->error != NULL, "%s: no reason recorded", names[i]);
-		CHECK(dom_state(names[i]) == VIR_DOMAIN_RUNNING, "%s not running", names[i]);
-		CHECK(dom_has_image(names[i]) == 0, "%s: image left after rollback", names[i]);
+		CHECK(harness_state(conn, names[i]) == VIR_DOMAIN_RUNNING, "%s not running",
+		      names[i]);
+		CHECK(harness_has_image(conn, names[i]) == 0, "%s: image left after rollback",
+		      names[i]);
 		if (v->save_finished_at && v->error && strstr(v->error, "rolled back: "))
 			n_saved_then_rolled++;
 		CHECK(vm_result_downtime(v) > 0, "%s: no downtime recorded", names[i]);
@@ -320,7 +242,7 @@ static void phase_restore_fails_keeps_image(const char *workdir) {
 	VmResults *r = NULL;
 	VmResult *a;
 	char img[512], moved[520], path[256];
-	double t0 = now_s();
+	double t0 = harness_now();
 	int k;
 
 	printf("restore fails: image kept, manual retry\n");
@@ -343,8 +265,8 @@ static void phase_restore_fails_keeps_image(const char *workdir) {
 	      vm_outcome_to_string(a->outcome));
 	CHECK(a->error && strstr(a->error, "image is kept"), "%s: %s", names[0],
 	      a->error ?: "no error");
-	CHECK(dom_state(names[0]) == VIR_DOMAIN_SHUTOFF, "%s not shut off", names[0]);
-	CHECK(dom_has_image(names[0]) == 1, "%s: managed save image gone", names[0]);
+	CHECK(harness_state(conn, names[0]) == VIR_DOMAIN_SHUTOFF, "%s not shut off", names[0]);
+	CHECK(harness_has_image(conn, names[0]) == 1, "%s: managed save image gone", names[0]);
 	snprintf(path, sizeof(path), "%s/%s.save", VM_SAVE_DIR_DEFAULT, names[0]);
 	CHECK(access(path, F_OK) == 0, "%s missing", path);
 	CHECK(vm_results_find(r, names[1])->outcome == VM_OUTCOME_RESUMED, "%s not resumed",
@@ -357,7 +279,7 @@ static void phase_restore_fails_keeps_image(const char *workdir) {
 	CHECK(k == 0, "vm_restore_one: %s (%s)", strerror(-k), a->error ?: "");
 	CHECK(a->outcome == VM_OUTCOME_RESUMED && !a->error, "%s: %s", names[0],
 	      a->error ?: "not resumed");
-	CHECK(dom_has_image(names[0]) == 0, "%s: image left after restore", names[0]);
+	CHECK(harness_has_image(conn, names[0]) == 0, "%s: image left after restore", names[0]);
 	check_continued(0, "manual retry");
 	printf("  %s: restored by the manual retry, downtime %.2f s\n", names[0],
 	       (double)vm_result_downtime(a) / 1e6);
@@ -379,7 +301,7 @@ static void cleanup_domains(void) {
 int main(int argc, char **argv) {
 	const char *uri = getenv("LIBVIRT_TEST_URI"), *workdir = getenv("LIBVIRT_TEST_WORKDIR");
 	int64_t image_bytes = 0;
-	double t0 = now_s();
+	double t0 = harness_now();
 
 	if (argc != 2 || !uri || !workdir) {
 		fprintf(stderr, "usage: private-libvirtd %s BOOT_SECTOR\n", argv[0]);
@@ -393,7 +315,7 @@ int main(int argc, char **argv) {
 	}
 
 	for (int i = 0; i < N_VMS; i++)
-		if (define_and_start(workdir, argv[1], i) < 0) {
+		if (harness_define_and_start(conn, argv[1], names[i], 16, false) < 0) {
 			fprintf(stderr, "cannot start %s: %s\n", names[i],
 			        virGetLastErrorMessage());
 			failures++;
@@ -403,7 +325,7 @@ int main(int argc, char **argv) {
 		int64_t c = wait_counter(names[i], MIN_TICKS, 30);
 		CHECK(c >= MIN_TICKS, "%s: counter %" PRId64 ", guest not ticking", names[i], c);
 	}
-	printf("both guests ticking after %.2f s\n", now_s() - t0);
+	printf("both guests ticking after %.2f s\n", harness_now() - t0);
 	if (failures)
 		goto out;
 
@@ -419,6 +341,6 @@ int main(int argc, char **argv) {
 out:
 	cleanup_domains();
 	virConnectClose(conn);
-	printf("%s after %.1f s\n", failures ? "FAILED" : "ok", now_s() - t0);
+	printf("%s after %.1f s\n", failures ? "FAILED" : "ok", harness_now() - t0);
 	return failures ? 1 : 0;
 }

@@ -31,7 +31,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libvirt/libvirt-qemu.h>
@@ -40,6 +39,7 @@
 
 #include "keep-ram-entry.h"
 #include "keep-ram.h"
+#include "vm-harness.h"
 #include "vm.h"
 
 #define KR_NAME     "upgraded-kr"
@@ -49,52 +49,19 @@
 #define KR_FILL_MIB 512ULL
 #define MIN_TICKS   40
 #define MAX_ROUNDS  9
+#define MG_NAME     "upgraded-kr-mg"
 
 static virConnectPtr conn;
 static const char *backing, *root;
 static int failures;
 static int64_t paused_counter = -1;
 
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fputc('\n', stderr);                                            \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
-
-static double now_s(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A 32-bit word of guest-physical memory, through the QEMU monitor (HMP "xp"). */
-static int64_t read_word(const char *name, unsigned long addr) {
-	virDomainPtr d = virDomainLookupByName(conn, name);
-	char cmd[64], *out = NULL, *colon;
-	int64_t v = -1;
-
-	if (!d)
-		return -1;
-	snprintf(cmd, sizeof(cmd), "xp /1wx %#lx", addr);
-	if (virDomainQemuMonitorCommand(d, cmd, &out, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) == 0 &&
-	    (colon = strchr(out, ':')))
-		v = (int64_t)strtoul(colon + 1, NULL, 16);
-	free(out);
-	virDomainFree(d);
-	return v;
-}
-
 static int64_t counter(const char *name) {
-	return read_word(name, COUNTER_ADDR);
+	return harness_read_word(conn, name, COUNTER_ADDR);
 }
 
 static int64_t wait_counter(const char *name, int64_t min, double timeout) {
-	double end = now_s() + timeout;
+	double end = harness_now() + timeout;
 	int64_t c;
 
 	do {
@@ -102,30 +69,8 @@ static int64_t wait_counter(const char *name, int64_t min, double timeout) {
 		if (c >= min)
 			return c;
 		usleep(100000);
-	} while (now_s() < end);
+	} while (harness_now() < end);
 	return c;
-}
-
-static int dom_state(const char *name) {
-	virDomainPtr d = virDomainLookupByName(conn, name);
-	int state = -1, reason;
-
-	if (d) {
-		virDomainGetState(d, &state, &reason, 0);
-		virDomainFree(d);
-	}
-	return state;
-}
-
-static int dom_has_image(const char *name) {
-	virDomainPtr d = virDomainLookupByName(conn, name);
-	int r = -1;
-
-	if (d) {
-		r = virDomainHasManagedSaveImage(d, 0);
-		virDomainFree(d);
-	}
-	return r;
 }
 
 static void on_progress(const VmResult *r, void *userdata) {
@@ -144,38 +89,6 @@ static void check_continued(const char *phase) {
 	CHECK(later >= after + 5, "%s: counter stuck at %" PRId64, phase, later);
 	printf("  %s: counter %" PRId64 " at pause, %" PRId64 " after resume\n", phase,
 	       paused_counter, after);
-}
-
-static int define_and_start(const char *sector, const char *name, unsigned mib, bool shared) {
-	char img[512], xml[2048], cmd[1100];
-	virDomainPtr d;
-	int r;
-
-	snprintf(img, sizeof(img), "%s/%s.img", getenv("LIBVIRT_TEST_WORKDIR"), name);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", sector, img);
-	if (system(cmd) != 0)
-		return -1;
-	snprintf(xml, sizeof(xml),
-	         "<domain type='qemu'><name>%s</name><memory unit='MiB'>%u</memory>%s"
-	         "<vcpu>1</vcpu><os><type arch='x86_64' machine='pc'>hvm</type>"
-	         "<boot dev='hd'/></os><on_poweroff>destroy</on_poweroff>"
-	         "<on_reboot>destroy</on_reboot><on_crash>destroy</on_crash><devices>"
-	         "<emulator>/usr/bin/qemu-system-x86_64</emulator>"
-	         "<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
-	         "<source file='%s'/><target dev='hda' bus='ide'/></disk>"
-	         "<controller type='usb' model='none'/><memballoon model='none'/>"
-	         "</devices></domain>",
-	         name, mib,
-	         shared ? "<memoryBacking><source type='file'/><access mode='shared'/>"
-	                  "</memoryBacking>"
-	                : "",
-	         img);
-	d = virDomainDefineXML(conn, xml);
-	if (!d)
-		return -1;
-	r = virDomainCreate(d);
-	virDomainFree(d);
-	return r;
 }
 
 /* The fill: a xorshift64 stream, regenerated to check. */
@@ -226,7 +139,7 @@ static bool guest_memory_intact(const char *phase) {
 	virDomainPtr d = virDomainLookupByName(conn, KR_NAME);
 	char dump[512], cmd[1024], *out = NULL;
 	uint64_t st = 0x9e3779b97f4a7c15ULL, want[1 << 17], got[1 << 17];
-	double t0 = now_s();
+	double t0 = harness_now();
 	bool ok = d != NULL;
 	int fd = -1;
 
@@ -254,7 +167,7 @@ static bool guest_memory_intact(const char *phase) {
 	if (d)
 		virDomainFree(d);
 	printf("  %s: %llu MiB of guest memory %s (%.1f s)\n", phase, KR_FILL_MIB,
-	       ok ? "intact" : "DIFFERENT", now_s() - t0);
+	       ok ? "intact" : "DIFFERENT", harness_now() - t0);
 	return ok;
 }
 
@@ -337,7 +250,9 @@ static VmResults *saved_keep_ram(void) {
 	VmResults *r = NULL;
 
 	(void)cycle(VM_STRATEGY_KEEP_RAM, KEEP_RAM_DIGEST_MARK, NULL, &r);
-	CHECK(dom_state(KR_NAME) == VIR_DOMAIN_SHUTOFF && dom_has_image(KR_NAME) == 1, "not saved");
+	CHECK(harness_state(conn, KR_NAME) == VIR_DOMAIN_SHUTOFF &&
+	              harness_has_image(conn, KR_NAME) == 1,
+	      "not saved");
 	return r;
 }
 
@@ -360,8 +275,8 @@ static void phase_guard(void) {
 	              strstr(v->error, "cannot be trusted"),
 	      "wrong mark: %s", v->error ? v->error : "restored");
 	printf("  wrong mark: %s\n", v->error ? v->error : "?");
-	CHECK(dom_state(KR_NAME) == VIR_DOMAIN_SHUTOFF && dom_has_image(KR_NAME) == 1 &&
-	              access(v->kept_ram->path, F_OK) == 0,
+	CHECK(harness_state(conn, KR_NAME) == VIR_DOMAIN_SHUTOFF &&
+	              harness_has_image(conn, KR_NAME) == 1 && access(v->kept_ram->path, F_OK) == 0,
 	      "state deleted after a refused restore");
 	CHECK(setxattr(v->kept_ram->path, KEEP_RAM_XATTR, v->kept_ram->generation,
 	               strlen(v->kept_ram->generation), 0) == 0,
@@ -380,7 +295,8 @@ static void phase_guard(void) {
 	printf("  missing file, libvirt's own start: %s\n", virGetLastErrorMessage());
 	if (d)
 		virDomainFree(d);
-	CHECK(dom_state(KR_NAME) == VIR_DOMAIN_SHUTOFF && dom_has_image(KR_NAME) == 1,
+	CHECK(harness_state(conn, KR_NAME) == VIR_DOMAIN_SHUTOFF &&
+	              harness_has_image(conn, KR_NAME) == 1,
 	      "image lost after a refused start");
 
 	/* 3. the file back: restore-vm resumes it on its RAM */
@@ -404,7 +320,8 @@ static void phase_rollback(void) {
 	k = vm_rollback(conn, r, "a later step failed", NULL, NULL);
 	CHECK(k == 0 && v->outcome == VM_OUTCOME_ROLLED_BACK, "rollback: %s",
 	      v->error ? v->error : strerror(-k));
-	CHECK(dom_state(KR_NAME) == VIR_DOMAIN_RUNNING && dom_has_image(KR_NAME) == 0,
+	CHECK(harness_state(conn, KR_NAME) == VIR_DOMAIN_RUNNING &&
+	              harness_has_image(conn, KR_NAME) == 0,
 	      "not running without image after the rollback");
 	CHECK(access(v->kept_ram->path, F_OK) < 0, "kept link left after the rollback");
 	check_continued("rollback");
@@ -421,13 +338,13 @@ static void phase_fallback(const char *sector) {
 	int k;
 
 	printf("a VM without shared file RAM\n");
-	CHECK(define_and_start(sector, PLAIN_NAME, 16, false) == 0, "start: %s",
+	CHECK(harness_define_and_start(conn, sector, PLAIN_NAME, 16, false) == 0, "start: %s",
 	      virGetLastErrorMessage());
 	k = vm_checkpoint_all(conn, &plan, NULL, NULL, &r);
 	CHECK(k == -EINVAL && r && r->items[0].error &&
 	              strstr(r->items[0].error, "cannot keep its RAM"),
 	      "no fallback: %d %s", k, r && r->items[0].error ? r->items[0].error : "");
-	CHECK(dom_state(PLAIN_NAME) == VIR_DOMAIN_RUNNING, "touched");
+	CHECK(harness_state(conn, PLAIN_NAME) == VIR_DOMAIN_RUNNING, "touched");
 	vm_results_free(r);
 	r = NULL;
 
@@ -444,51 +361,6 @@ static void phase_fallback(const char *sector) {
 	vm_results_free(r);
 }
 
-/* memguest's status block (docs/memguest.md). */
-#define MG_NAME      "upgraded-kr-mg"
-#define MG_STATE     0x50c
-#define MG_MIB       0x510
-#define MG_SUM       0x514
-#define MG_LAST      0x518
-#define MG_VERIFIES  0x51c
-#define MG_READY     2
-#define MG_VERIFY_OK 1
-#define LINUX_KEY_V  47
-
-/* Waits until word addr of the memguest equals want (with at_least: reaches it). */
-static int64_t mg_wait(unsigned long addr, int64_t want, bool at_least, double timeout) {
-	double end = now_s() + timeout;
-	int64_t v;
-
-	do {
-		v = read_word(MG_NAME, addr);
-		if (at_least ? v >= want : v == want)
-			return v;
-		sleep(1);
-	} while (now_s() < end);
-	return v;
-}
-
-/* The guest verifies every filled page itself (key V) and reports ok or the first bad one. */
-static bool mg_verify(const char *phase) {
-	virDomainPtr d = virDomainLookupByName(conn, MG_NAME);
-	unsigned int key = LINUX_KEY_V;
-	int64_t n = read_word(MG_NAME, MG_VERIFIES), done;
-	double t0 = now_s();
-
-	if (!d || virDomainSendKey(d, VIR_KEYCODE_SET_LINUX, 100, &key, 1, 0) < 0) {
-		if (d)
-			virDomainFree(d);
-		return false;
-	}
-	virDomainFree(d);
-	done = mg_wait(MG_VERIFIES, n + 1, true, 300);
-	printf("  %s: the guest verified %" PRId64 " MiB: %s (%.0f s)\n", phase,
-	       read_word(MG_NAME, MG_MIB),
-	       read_word(MG_NAME, MG_LAST) == MG_VERIFY_OK ? "ok" : "BAD", now_s() - t0);
-	return done >= n + 1 && read_word(MG_NAME, MG_LAST) == MG_VERIFY_OK;
-}
-
 /* memguest with shared file RAM: filled by the guest, kept by keep-ram, verified inside. */
 static void phase_memguest(const char *image) {
 	const VmPlanEntry e[] = { { MG_NAME, VM_STRATEGY_KEEP_RAM } };
@@ -501,12 +373,14 @@ static void phase_memguest(const char *image) {
 	int k;
 
 	printf("memguest: %u MiB, filled and verified by the guest itself\n", KR_MIB);
-	CHECK(define_and_start(image, MG_NAME, KR_MIB, true) == 0, "start: %s",
+	CHECK(harness_define_and_start(conn, image, MG_NAME, KR_MIB, true) == 0, "start: %s",
 	      virGetLastErrorMessage());
-	CHECK(mg_wait(MG_STATE, MG_READY, false, 600) == MG_READY, "memguest not ready");
-	CHECK(read_word(MG_NAME, MG_MIB) >= 512, "memguest filled only %" PRId64 " MiB",
-	      read_word(MG_NAME, MG_MIB));
-	sum = read_word(MG_NAME, MG_SUM);
+	CHECK(harness_mg_wait(conn, MG_NAME, MG_STATE, MG_STATE_READY, false, MG_FILL_TIMEOUT) ==
+	              MG_STATE_READY,
+	      "memguest not ready");
+	CHECK(harness_read_word(conn, MG_NAME, MG_MIB) >= 512,
+	      "memguest filled only %" PRId64 " MiB", harness_read_word(conn, MG_NAME, MG_MIB));
+	sum = harness_read_word(conn, MG_NAME, MG_SUM);
 	if (failures)
 		return;
 	k = vm_checkpoint_all(conn, &plan, NULL, NULL, &r);
@@ -521,23 +395,14 @@ static void phase_memguest(const char *image) {
 		       (double)r->items[0].restore_time / 1e6);
 	}
 	vm_results_free(r);
-	CHECK(read_word(MG_NAME, MG_SUM) == sum, "another fill after the restore");
-	CHECK(mg_verify("after keep-ram"), "the guest found its memory changed");
+	CHECK(harness_read_word(conn, MG_NAME, MG_SUM) == sum, "another fill after the restore");
+	CHECK(harness_mg_verify(conn, MG_NAME, "after keep-ram"),
+	      "the guest found its memory changed");
 	d = virDomainLookupByName(conn, MG_NAME);
 	if (d) {
 		(void)virDomainDestroy(d); /* its CPU and RAM back */
 		virDomainFree(d);
 	}
-}
-
-static int cmp_double(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* keep-ram (A) and checkpoint (B) of the same guest, interleaved. */
@@ -570,8 +435,9 @@ static void phase_compare(int rounds) {
 	for (int j = 0; j < 2; j++)
 		printf("  median %-10s save %.2f s, restore %.2f s, downtime %.2f s, %.0f bytes "
 		       "written\n",
-		       vm_strategy_to_string(s[j]), median(sv[j], rounds), median(rs[j], rounds),
-		       median(dt[j], rounds), median(by[j], rounds));
+		       vm_strategy_to_string(s[j]), harness_median(sv[j], rounds),
+		       harness_median(rs[j], rounds), harness_median(dt[j], rounds),
+		       harness_median(by[j], rounds));
 	CHECK(guest_memory_intact("after A B"), "memory lost");
 }
 
@@ -594,7 +460,7 @@ int main(int argc, char *argv[]) {
 	conn = virConnectOpen(uri);
 	if (!conn)
 		return 1;
-	if (define_and_start(argv[1], KR_NAME, KR_MIB, true) < 0) {
+	if (harness_define_and_start(conn, argv[1], KR_NAME, KR_MIB, true) < 0) {
 		fprintf(stderr, "cannot start %s: %s\n", KR_NAME, virGetLastErrorMessage());
 		return 1;
 	}
