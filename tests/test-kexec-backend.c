@@ -125,14 +125,23 @@ static void test_kexec_file_syscall_arguments(void **state) {
 	assert_string_equal(s.cmdline, "quiet");
 	assert_int_equal(s.flags, 0x4);
 
+	/* The crash image: the panic mark the crash kernel knows itself by, after the line. */
 	img.initrd_fd = 8;
-	img.cmdline = NULL;
 	img.flags = KEXEC_IMAGE_PANIC;
 	assert_int_equal(kexec_backend_file.load(NULL, &img), 0);
 	assert_int_equal(s.initrd_fd, 8);
+	assert_string_equal(s.cmdline, "quiet reset_devices upgraded.panic=1");
+	assert_int_equal(s.cmdline_len, strlen(s.cmdline) + 1);
+	assert_int_equal(s.flags, 0x2);
+	img.cmdline = NULL;
+	assert_int_equal(kexec_backend_file.load(NULL, &img), 0);
+	assert_string_equal(s.cmdline, "reset_devices upgraded.panic=1");
+	img.flags = 0;
+	assert_int_equal(kexec_backend_file.load(NULL, &img), 0);
 	assert_int_equal(s.cmdline_len, 1);
 	assert_string_equal(s.cmdline, "");
-	assert_int_equal(s.flags, 0x2);
+	assert_int_equal(s.flags, 0x0);
+	img.flags = KEXEC_IMAGE_PANIC;
 
 	assert_int_equal(kexec_backend_file.unload(NULL, 0), 0);
 	assert_int_equal(s.flags, 0x1);
@@ -142,7 +151,7 @@ static void test_kexec_file_syscall_arguments(void **state) {
 	assert_true(s.cmdline_null);
 	assert_int_equal(kexec_backend_file.unload(NULL, KEXEC_IMAGE_PANIC), 0);
 	assert_int_equal(s.flags, 0x3);
-	assert_int_equal(s.calls, 4);
+	assert_int_equal(s.calls, 6);
 
 	/* The kernel's refusals, as the daemon names them. */
 	s.result = -EKEYREJECTED;

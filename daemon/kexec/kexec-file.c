@@ -5,6 +5,7 @@
  * enforced), and builds purgatory with SHA-256 verification of every segment.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -12,6 +13,7 @@
 
 #include "fileio.h"
 #include "kexec-backend.h"
+#include "loader.h"
 #include "log.h"
 #include "macros.h"
 #include "path-util.h"
@@ -87,6 +89,7 @@ out_reason:
 }
 
 static int file_load(const char *root, const KexecImage *image) {
+	_cleanup_free_ char *panic_cmdline = NULL;
 	unsigned long flags = 0;
 	const char *cmdline = image->cmdline ?: "";
 	int r;
@@ -95,8 +98,16 @@ static int file_load(const char *root, const KexecImage *image) {
 		return -EBADF;
 	if (image->initrd_fd < 0)
 		flags |= KEXEC_FILE_NO_INITRAMFS;
-	if (image->flags & KEXEC_IMAGE_PANIC)
+	/* The crash image carries the panic mark, as our loader's does: the crash kernel must
+	 * know itself, or it would take itself for the staged kernel, "complete" the update
+	 * inside the reservation and restore the VMs there. */
+	if (image->flags & KEXEC_IMAGE_PANIC) {
 		flags |= KEXEC_FILE_ON_CRASH;
+		if (asprintf(&panic_cmdline, "%s%s%s", cmdline, *cmdline ? " " : "",
+		             LOADER_PANIC_CMDLINE_MARK) < 0)
+			return -ENOMEM;
+		cmdline = panic_cmdline;
+	}
 	/* The kernel always verifies: a "fast" request cannot be honoured here. */
 	if (image->mode != HANDOFF_MODE_VERIFIED)
 		return -EOPNOTSUPP;
