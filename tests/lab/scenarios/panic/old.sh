@@ -1,14 +1,22 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
 #
-# upgraded, old kernel, panic path: booted with crashkernel= (cmdline-extra).
-# The test build upgraded-test-panic-hold (meson -Dtest-panic-hold=true) runs
-# the service: stage loads the verified crash image, commit checkpoints the
-# two counter VMs and then holds before the handoff record. The scenario
-# crashes the kernel right there (sysrq c). The crash kernel (the staged
-# kernel, upgraded.panic=1) must kexec into the staged kernel (new.sh).
+# upgraded, old kernel, panic path: booted with crashkernel= and memmap=
+# (cmdline-extra). The test build upgraded-test-panic-hold (meson
+# -Dtest-panic-hold=true) runs the service on a host prepared for keep-ram
+# (keep-ram/common.sh: DAX memory_backing_dir, hook, DefaultStrategy=keep-ram):
+# a memguest VM keeps its RAM there, a plain counter VM falls back to
+# checkpoint. Stage loads the verified crash image, commit saves both VMs and
+# then holds before the handoff record. The scenario crashes the kernel right
+# there (sysrq c). The crash kernel (the staged kernel, upgraded.panic=1) must
+# kexec into the staged kernel (new.sh), keeping out of the kept RAM.
 . /lab-payload/scenarios/lib.sh
+. /lab-payload/scenarios/keep-ram/common.sh
 set -e
+
+PANIC_MEM=lab-mem-1 # memguest, PANIC_MEM_MIB of shared file-backed RAM: keep-ram
+PANIC_MEM_MIB=96
+PANIC_PLAIN=lab-counter-1 # ordinary RAM: checkpoint (fallback)
 
 HOLD_BIN=/usr/local/lib/upgraded-lab/upgraded-test-panic-hold
 HOLD_READY=/run/upgraded/test-panic-hold.ready
@@ -28,9 +36,16 @@ CONF
 systemctl daemon-reload
 systemctl restart upgraded.service
 upgraded --check-config
+kr_prepare_host || { lab_finish fail "$KR_FAILED"; exit 1; }
 
-lab_start_counter_vm lab-counter-1
-lab_start_counter_vm lab-counter-2
+lab_start_mem_vm "$PANIC_MEM" "$PANIC_MEM_MIB" domain-shared.xml
+lab_start_counter_vm "$PANIC_PLAIN"
+lab_check mem-filled mg_wait_filled "$PANIC_MEM" 900
+mg_status "$PANIC_MEM"
+echo "$MG_SUM" >"$LAB_STATE/$PANIC_MEM.mem-sum"
+lab_marker mem-fill "$PANIC_MEM" mib="$MG_MIB" sum="$MG_SUM"
+lab_check ram-file-on-dax kr_ram_file_on_dax "$PANIC_MEM" "$PANIC_MEM_MIB"
+stat -c %i "$(kr_ram_file "$PANIC_MEM")" >"$LAB_STATE/$PANIC_MEM.ram-inode"
 lab_wait_counters 60 180
 for vm in $(lab_counter_vms); do
         lab_marker counter-before "$vm" "$(lab_counter "$vm")"
@@ -48,7 +63,7 @@ for ((i = 0; i < 600; i++)); do
         sleep 0.5
 done
 lab_check daemon-holds test -e "$HOLD_READY"
-# Every VM checkpointed: shut off with a managed save image.
+# Every VM saved (the keep-ram one: its device state): shut off with a managed save image.
 for vm in $(lab_counter_vms); do
         lab_check "saved-$vm" sh -c "virsh -q dominfo '$vm' | grep -Eq '^Managed save: +yes'"
 done
