@@ -187,7 +187,7 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	json_object_object_add(h, "verify_estimated", json_object_new_boolean(true));
 	add_str(h, "reason", "not measured");
 
-	/* ---- VMs and the policy's decisions (daemon/vm/vm-steps.c) ---- */
+	/* ---- VMs and the policy's decisions (daemon/vm/vm-steps*.c) ---- */
 	json_object_object_add(o, "vms",
 	                       u->vms ? json_object_get(u->vms) : json_object_new_array());
 	json_object_object_add(o, "decisions", u->decisions ? json_object_get(u->decisions) : NULL);
