@@ -19,6 +19,7 @@
 #include "upgradectl.h"
 
 #define WAIT_TIMEOUT_USEC (10ULL * 60 * 1000000) /* --wait-timeout= default */
+#define PARSE_GO_ON       (-1)                   /* parse_argv(): run the verb */
 
 bool arg_json = false;
 static bool arg_ask_password = true;
@@ -296,7 +297,9 @@ static void help(void) {
 	       "                             systemd-stdio-bridge` like systemctl -H)\n");
 }
 
-int main(int argc, char *argv[]) {
+/* Parses the options into arg_*; returns PARSE_GO_ON, or the exit code to return at once
+ * (--version, an invalid option). */
+static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 	enum {
 		ARG_VERSION = 0x100,
 		ARG_JSON,
@@ -328,17 +331,12 @@ int main(int argc, char *argv[]) {
 		{ "wait-timeout", required_argument, NULL, ARG_WAIT_TIMEOUT },
 		{},
 	};
-	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	const Verb *verb = NULL;
-	bool want_help = false;
-	unsigned n;
-	int c, r, ret;
+	int c;
 
-	log_set_prefix("upgradectl");
 	while ((c = getopt_long(argc, argv, "hH:o:p:", options, NULL)) >= 0)
 		switch (c) {
 		case 'h':
-			want_help = true;
+			*ret_want_help = true;
 			break;
 		case 'H':
 			arg_host = optarg;
@@ -396,6 +394,21 @@ int main(int argc, char *argv[]) {
 		default:
 			return EXIT_USAGE;
 		}
+
+	return PARSE_GO_ON;
+}
+
+int main(int argc, char *argv[]) {
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	const Verb *verb = NULL;
+	bool want_help = false;
+	unsigned n;
+	int r, ret;
+
+	log_set_prefix("upgradectl");
+	r = parse_argv(argc, argv, &want_help);
+	if (r != PARSE_GO_ON)
+		return r;
 
 	if (optind < argc) {
 		for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
