@@ -155,6 +155,108 @@ static void read_metadata(virConnectPtr conn, const char *name, Metadata *ret) {
 	}
 }
 
+/* The policy's decision for domain v, its entry in the decisions (appended to a) and, for an
+ * active domain the policy would checkpoint but libvirt cannot, the refusal's sentence. On
+ * success *ret is the decision, the caller's to keep or to drop. */
+static int decide_domain(const Policy *p, const Update *u, virConnectPtr conn, const VmInfo *v,
+                         json_object *a, char **refusal, VmDecision *ret) {
+	VmDecision dec = {};
+	Metadata md;
+	VmFacts f = {
+		.name = v->name,
+		.memory_bytes = v->memory_kib * 1024,
+		.has_hostdev = v->checkpoint_blocker && strstr(v->checkpoint_blocker, "hostdev"),
+		.persistent = v->persistent,
+		/* The host's kept-memory facts (daemon/pmem), gathered again for
+		 * this commit; each VM's RAM file is checked at its save. */
+		.memory_preserved = vms_host_keeps_memory(u),
+	};
+	json_object *j;
+	int r;
+
+	job_blocking_begin();
+	read_metadata(conn, v->name, &md);
+	r = job_blocking_end();
+	if (r < 0) {
+		metadata_done(&md);
+		return r;
+	}
+	f.metadata = md.items;
+	f.n_metadata = md.n;
+	r = policy_decide_vm(p, &f, &dec);
+	metadata_done(&md);
+	if (r < 0)
+		return r;
+	/* A blocker the policy's facts do not name still stops a checkpoint. */
+	if (dec.strategy == POLICY_VM_CHECKPOINT && !v->checkpoint_possible && !dec.refused)
+		dec.refused = true;
+	r = policy_vm_decision_to_json(&dec, &j);
+	if (r < 0) {
+		policy_vm_decision_done(&dec);
+		return r;
+	}
+	json_object_object_add(j, "uuid", json_object_new_string(v->uuid));
+	json_object_object_add(j, "state", json_object_new_string(state_name(v->state)));
+	json_object_object_add(j, "state_code", json_object_new_int(v->state));
+	json_object_object_add(j, "active", json_object_new_boolean(v->active));
+	json_object_object_add(j, "checkpoint_blocker",
+	                       v->checkpoint_blocker ? json_object_new_string(v->checkpoint_blocker)
+	                                             : NULL);
+	json_object_array_add(a, j);
+	if (v->active && dec.strategy == POLICY_VM_CHECKPOINT && !v->checkpoint_possible &&
+	    !f.has_hostdev) {
+		r = vms_append_text(refusal, "VM '%s' cannot be checkpointed: %s", v->name,
+		                    strna(v->checkpoint_blocker));
+		if (r < 0) {
+			policy_vm_decision_done(&dec);
+			return r;
+		}
+	}
+	*ret = dec;
+	return 0;
+}
+
+/* The preconditions on the facts gathered here and the n decisions d of the active domains:
+ * the verdict (and its JSON in *ret_verdict), its blocking reasons and those of each refused
+ * VM appended to the refusal. */
+static int check_preconditions(Context *c, const Update *u, const Policy *p, const VmDecision *d,
+                               size_t n_active, PolicyVerdict *verdict, json_object **ret_verdict,
+                               char **refusal) {
+	CommitFacts facts = {};
+	time_t now;
+	int r;
+
+	facts = (CommitFacts){ .vms = d, .n_vms = n_active, .staged = true };
+	facts.have_free_space =
+	        free_bytes(context_root(c), p->checkpoint_dir, &facts.checkpoint_free_bytes) >= 0;
+	facts.kernel_loaded = context_backend(c)->is_loaded(context_root(c), 0) > 0;
+	facts.staged_unchanged = image_unchanged(context_root(c), &u->kernel) &&
+	                         image_unchanged(context_root(c), &u->initrd);
+	now = time(NULL);
+	facts.have_time = localtime_r(&now, &facts.now) != NULL;
+	r = policy_check_commit(p, &facts, verdict);
+	if (r < 0)
+		return r;
+	r = policy_verdict_to_json(verdict, ret_verdict);
+	if (r < 0)
+		return r;
+	r = append_blocking(refusal, &verdict->reasons, NULL);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_active; i++) {
+		_cleanup_free_ char *who = NULL;
+
+		if (!d[i].refused)
+			continue;
+		if (asprintf(&who, "VM '%s': ", d[i].name) < 0)
+			return -ENOMEM;
+		r = append_blocking(refusal, &d[i].reasons, who);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /*
  * The commit check (CommitCheck in context.h): inventory -> policy_decide_vm() for
  * every domain -> policy_check_commit() with the facts gathered here. Every domain
@@ -172,9 +274,7 @@ int vms_commit_check(Context *c, Update *u, void *userdata, json_object **ret_de
 	_cleanup_free_ char *refusal = NULL;
 	const Policy *p = context_policy(c);
 	PolicyVerdict verdict = {};
-	CommitFacts facts = {};
 	size_t n_active = 0;
-	time_t now;
 	int r, k;
 
 	/* 1. Facts: the domains (off the state lock: libvirt may take its time). */
@@ -206,59 +306,11 @@ int vms_commit_check(Context *c, Update *u, void *userdata, json_object **ret_de
 		return -ENOMEM;
 	for (size_t i = 0; i < inv->n; i++) {
 		const VmInfo *v = &inv->vms[i];
-		VmDecision dec = {};
-		Metadata md;
-		VmFacts f = {
-			.name = v->name,
-			.memory_bytes = v->memory_kib * 1024,
-			.has_hostdev =
-			        v->checkpoint_blocker && strstr(v->checkpoint_blocker, "hostdev"),
-			.persistent = v->persistent,
-			/* The host's kept-memory facts (daemon/pmem), gathered again for
-			 * this commit; each VM's RAM file is checked at its save. */
-			.memory_preserved = vms_host_keeps_memory(u),
-		};
-		json_object *j;
+		VmDecision dec;
 
-		job_blocking_begin();
-		read_metadata(conn, v->name, &md);
-		r = job_blocking_end();
-		if (r < 0) {
-			metadata_done(&md);
-			goto out;
-		}
-		f.metadata = md.items;
-		f.n_metadata = md.n;
-		r = policy_decide_vm(p, &f, &dec);
-		metadata_done(&md);
+		r = decide_domain(p, u, conn, v, a, &refusal, &dec);
 		if (r < 0)
 			goto out;
-		/* A blocker the policy's facts do not name still stops a checkpoint. */
-		if (dec.strategy == POLICY_VM_CHECKPOINT && !v->checkpoint_possible && !dec.refused)
-			dec.refused = true;
-		r = policy_vm_decision_to_json(&dec, &j);
-		if (r < 0) {
-			policy_vm_decision_done(&dec);
-			goto out;
-		}
-		json_object_object_add(j, "uuid", json_object_new_string(v->uuid));
-		json_object_object_add(j, "state", json_object_new_string(state_name(v->state)));
-		json_object_object_add(j, "state_code", json_object_new_int(v->state));
-		json_object_object_add(j, "active", json_object_new_boolean(v->active));
-		json_object_object_add(j, "checkpoint_blocker",
-		                       v->checkpoint_blocker
-		                               ? json_object_new_string(v->checkpoint_blocker)
-		                               : NULL);
-		json_object_array_add(a, j);
-		if (v->active && dec.strategy == POLICY_VM_CHECKPOINT && !v->checkpoint_possible &&
-		    !f.has_hostdev) {
-			r = vms_append_text(&refusal, "VM '%s' cannot be checkpointed: %s", v->name,
-			                    strna(v->checkpoint_blocker));
-			if (r < 0) {
-				policy_vm_decision_done(&dec);
-				goto out;
-			}
-		}
 		if (v->active)
 			d[n_active++] = dec;
 		else
@@ -266,36 +318,9 @@ int vms_commit_check(Context *c, Update *u, void *userdata, json_object **ret_de
 	}
 
 	/* 3. The preconditions. */
-	facts = (CommitFacts){ .vms = d, .n_vms = n_active, .staged = true };
-	facts.have_free_space =
-	        free_bytes(context_root(c), p->checkpoint_dir, &facts.checkpoint_free_bytes) >= 0;
-	facts.kernel_loaded = context_backend(c)->is_loaded(context_root(c), 0) > 0;
-	facts.staged_unchanged = image_unchanged(context_root(c), &u->kernel) &&
-	                         image_unchanged(context_root(c), &u->initrd);
-	now = time(NULL);
-	facts.have_time = localtime_r(&now, &facts.now) != NULL;
-	r = policy_check_commit(p, &facts, &verdict);
+	r = check_preconditions(c, u, p, d, n_active, &verdict, &vj, &refusal);
 	if (r < 0)
 		goto out;
-	r = policy_verdict_to_json(&verdict, &vj);
-	if (r < 0)
-		goto out;
-	r = append_blocking(&refusal, &verdict.reasons, NULL);
-	if (r < 0)
-		goto out;
-	for (size_t i = 0; i < n_active; i++) {
-		_cleanup_free_ char *who = NULL;
-
-		if (!d[i].refused)
-			continue;
-		if (asprintf(&who, "VM '%s': ", d[i].name) < 0) {
-			r = -ENOMEM;
-			goto out;
-		}
-		r = append_blocking(&refusal, &d[i].reasons, who);
-		if (r < 0)
-			goto out;
-	}
 
 	o = json_object_new_object();
 	if (!o) {
