@@ -124,6 +124,88 @@ static void runner_poll(VmRunner *run, VmJob *jobs, size_t next) {
 	}
 }
 
+/* Starts job j on a thread of its own (lock held, dropped meanwhile); 0, or the error of
+ * pthread_create() after reporting j failed. */
+static int runner_start(VmRunner *run, VmJob *j) {
+	bool changed = j->result->outcome != j->start_outcome;
+	int k;
+
+	j->runner = run;
+	j->result->outcome = j->start_outcome;
+	if (j->timeout)
+		j->deadline = vm_now(CLOCK_MONOTONIC) + j->timeout;
+	pthread_mutex_unlock(&run->lock);
+	if (changed)
+		vm_runner_report(run, j->result);
+	k = pthread_create(&j->thread, NULL, job_thread, j);
+	if (k != 0) {
+		(void)vm_fail(j->result, -k, "cannot start a worker thread: %s", strerror(k));
+		vm_runner_report(run, j->result);
+	}
+	pthread_mutex_lock(&run->lock);
+	return k;
+}
+
+/* Joins the jobs among the first next that ended and reports them (lock held, dropped for
+ * each); the first error goes into *ret. Returns how many were joined. */
+static size_t runner_reap(VmRunner *run, VmJob *jobs, size_t next, int *ret) {
+	size_t reaped = 0;
+
+	for (size_t i = 0; i < next; i++) {
+		VmJob *j = &jobs[i];
+
+		if (!j->started || !j->done || j->joined)
+			continue;
+		pthread_mutex_unlock(&run->lock);
+		pthread_join(j->thread, NULL);
+		if (j->timed_out && j->r < 0)
+			vm_result_set_error(j->result, "timed out after %.1f s, aborted: %s",
+			                    (double)j->timeout / 1e6, strempty(j->result->error));
+		vm_runner_report(run, j->result);
+		pthread_mutex_lock(&run->lock);
+		if (j->r < 0 && *ret == 0)
+			*ret = j->r;
+		j->joined = true;
+		reaped++;
+	}
+	return reaped;
+}
+
+/* Nothing to join: aborts the jobs past their deadline, then waits (lock held) until a job
+ * ends, the next deadline, or POLL_USEC for the next cancel check and progress sample. */
+static void runner_wait(VmRunner *run, VmJob *jobs, size_t next) {
+	usec_t now, wake;
+
+	runner_poll(run, jobs, next);
+	now = vm_now(CLOCK_MONOTONIC);
+	wake = now + POLL_USEC;
+	for (size_t i = 0; i < next; i++) {
+		VmJob *j = &jobs[i];
+
+		if (!j->started || j->done || j->timed_out || !j->deadline)
+			continue;
+		if (j->deadline <= now) {
+			j->timed_out = true;
+			pthread_mutex_unlock(&run->lock);
+			job_abort(run, j);
+			pthread_mutex_lock(&run->lock);
+		} else
+			wake = MIN(wake, j->deadline);
+	}
+
+	bool any_done = false;
+	for (size_t i = 0; i < next; i++)
+		if (jobs[i].started && jobs[i].done && !jobs[i].joined)
+			any_done = true;
+	if (!any_done) {
+		struct timespec ts = {
+			.tv_sec = (time_t)(wake / 1000000ULL),
+			.tv_nsec = (long)(wake % 1000000ULL) * 1000L,
+		};
+		(void)pthread_cond_timedwait(&run->cond, &run->lock, &ts);
+	}
+}
+
 /*
  * Runs the jobs, at most parallel at a time, each on its own thread and connection. Progress
  * is reported on this (the caller's) thread. Returns the first job's error, after all ended.
@@ -134,8 +216,7 @@ int vm_run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 
 	pthread_mutex_lock(&run->lock);
 	while (finished < n) {
-		bool reaped = false;
-		usec_t now, wake;
+		size_t reaped;
 
 		/* Cancelled: the jobs not started yet never start. */
 		while (run->cancelled && next < n) {
@@ -145,24 +226,8 @@ int vm_run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 		}
 		while (active < parallel && next < n) {
 			VmJob *j = &jobs[next++];
-			int k;
+			int k = runner_start(run, j);
 
-			bool changed = j->result->outcome != j->start_outcome;
-
-			j->runner = run;
-			j->result->outcome = j->start_outcome;
-			if (j->timeout)
-				j->deadline = vm_now(CLOCK_MONOTONIC) + j->timeout;
-			pthread_mutex_unlock(&run->lock);
-			if (changed)
-				vm_runner_report(run, j->result);
-			k = pthread_create(&j->thread, NULL, job_thread, j);
-			if (k != 0) {
-				(void)vm_fail(j->result, -k, "cannot start a worker thread: %s",
-				              strerror(k));
-				vm_runner_report(run, j->result);
-			}
-			pthread_mutex_lock(&run->lock);
 			if (k != 0) {
 				j->done = j->joined = true;
 				j->r = -k;
@@ -174,57 +239,12 @@ int vm_run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel) {
 			}
 		}
 
-		for (size_t i = 0; i < next; i++) {
-			VmJob *j = &jobs[i];
-
-			if (!j->started || !j->done || j->joined)
-				continue;
-			pthread_mutex_unlock(&run->lock);
-			pthread_join(j->thread, NULL);
-			if (j->timed_out && j->r < 0)
-				vm_result_set_error(
-				        j->result, "timed out after %.1f s, aborted: %s",
-				        (double)j->timeout / 1e6, strempty(j->result->error));
-			vm_runner_report(run, j->result);
-			pthread_mutex_lock(&run->lock);
-			if (j->r < 0 && ret == 0)
-				ret = j->r;
-			j->joined = true;
-			active--;
-			finished++;
-			reaped = true;
-		}
-		if (reaped || finished == n)
+		reaped = runner_reap(run, jobs, next, &ret);
+		active -= reaped;
+		finished += reaped;
+		if (reaped > 0 || finished == n)
 			continue;
-
-		runner_poll(run, jobs, next);
-		now = vm_now(CLOCK_MONOTONIC);
-		wake = now + POLL_USEC;
-		for (size_t i = 0; i < next; i++) {
-			VmJob *j = &jobs[i];
-
-			if (!j->started || j->done || j->timed_out || !j->deadline)
-				continue;
-			if (j->deadline <= now) {
-				j->timed_out = true;
-				pthread_mutex_unlock(&run->lock);
-				job_abort(run, j);
-				pthread_mutex_lock(&run->lock);
-			} else
-				wake = MIN(wake, j->deadline);
-		}
-
-		bool any_done = false;
-		for (size_t i = 0; i < next; i++)
-			if (jobs[i].started && jobs[i].done && !jobs[i].joined)
-				any_done = true;
-		if (!any_done) {
-			struct timespec ts = {
-				.tv_sec = (time_t)(wake / 1000000ULL),
-				.tv_nsec = (long)(wake % 1000000ULL) * 1000L,
-			};
-			(void)pthread_cond_timedwait(&run->cond, &run->lock, &ts);
-		}
+		runner_wait(run, jobs, next);
 	}
 	pthread_mutex_unlock(&run->lock);
 	return run->cancelled ? -EINTR : ret;
