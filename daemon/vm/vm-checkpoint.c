@@ -327,6 +327,68 @@ static const char *first_error(const VmResults *results, char **buf) {
 	return "a VM failed";
 }
 
+/* Step 2 of vm_checkpoint_all(): pauses every VM to checkpoint, back to back, stopping at the
+ * first failure or a cancel request (-EINTR). Reports nothing: the caller does, after the last
+ * pause. */
+static int pause_all(virConnectPtr conn, const VmPlan *plan, VmResults *results) {
+	int r = 0;
+
+	for (size_t i = 0; i < results->n; i++) {
+		VmResult *v = &results->items[i];
+		_cleanup_domain_ virDomainPtr dom = NULL;
+
+		if (v->outcome != VM_OUTCOME_PENDING ||
+		    (v->strategy != VM_STRATEGY_CHECKPOINT && v->strategy != VM_STRATEGY_KEEP_RAM))
+			continue;
+		if (plan->cancel && *plan->cancel) {
+			r = -EINTR;
+			break;
+		}
+		if (vm_state_is_running(v->orig_state)) {
+			dom = vm_lookup(conn, v);
+			if (!dom) {
+				r = vm_fail(v, -EIO, "pause failed: %s", vm_last_error());
+				break;
+			}
+			vm_plan_event(plan, v, VM_EVENT_PAUSING);
+			r = pause_domain(dom, vm_plan_pause_timeout(plan), v);
+			if (r < 0)
+				break;
+			vm_plan_event(plan, v, VM_EVENT_PAUSED);
+		}
+		v->paused_at = vm_now(CLOCK_REALTIME);
+		v->outcome = VM_OUTCOME_PAUSED;
+	}
+	return r;
+}
+
+/* Step 3 of vm_checkpoint_all(): the jobs, graceful shutdowns first, then the saves of the
+ * paused VMs. Returns how many were written to jobs. */
+static size_t checkpoint_jobs(const VmPlan *plan, VmResults *results, VmJob *jobs) {
+	size_t n_jobs = 0;
+
+	for (size_t i = 0; i < results->n; i++) {
+		VmResult *v = &results->items[i];
+
+		if (v->strategy == VM_STRATEGY_SHUTDOWN && v->outcome == VM_OUTCOME_PENDING)
+			jobs[n_jobs++] = (VmJob){ .result = v,
+				                  .func = job_shutdown,
+				                  .start_outcome = VM_OUTCOME_SHUTTING_DOWN };
+	}
+	for (size_t i = 0; i < results->n; i++) {
+		VmResult *v = &results->items[i];
+
+		if ((v->strategy == VM_STRATEGY_CHECKPOINT ||
+		     v->strategy == VM_STRATEGY_KEEP_RAM) &&
+		    v->outcome == VM_OUTCOME_PAUSED)
+			jobs[n_jobs++] = (VmJob){ .result = v,
+				                  .func = vm_job_save,
+				                  .start_outcome = VM_OUTCOME_SAVING,
+				                  .timeout = vm_plan_save_timeout(plan) };
+	}
+	return n_jobs;
+}
+
 int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, void *userdata,
                       VmResults **ret_results) {
 	_cleanup_free_ VmJob *jobs = NULL;
@@ -355,32 +417,7 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 
 	/* 2. Pause every VM to preserve, back to back: the blackout starts together. Progress
 	 *    is reported after the last pause so that a slow listener cannot stretch it. */
-	for (size_t i = 0; i < results->n; i++) {
-		VmResult *v = &results->items[i];
-		_cleanup_domain_ virDomainPtr dom = NULL;
-
-		if (v->outcome != VM_OUTCOME_PENDING ||
-		    (v->strategy != VM_STRATEGY_CHECKPOINT && v->strategy != VM_STRATEGY_KEEP_RAM))
-			continue;
-		if (plan->cancel && *plan->cancel) {
-			r = -EINTR;
-			break;
-		}
-		if (vm_state_is_running(v->orig_state)) {
-			dom = vm_lookup(conn, v);
-			if (!dom) {
-				r = vm_fail(v, -EIO, "pause failed: %s", vm_last_error());
-				break;
-			}
-			vm_plan_event(plan, v, VM_EVENT_PAUSING);
-			r = pause_domain(dom, vm_plan_pause_timeout(plan), v);
-			if (r < 0)
-				break;
-			vm_plan_event(plan, v, VM_EVENT_PAUSED);
-		}
-		v->paused_at = vm_now(CLOCK_REALTIME);
-		v->outcome = VM_OUTCOME_PAUSED;
-	}
+	r = pause_all(conn, plan, results);
 	for (size_t i = 0; i < results->n; i++)
 		if (results->items[i].outcome != VM_OUTCOME_PENDING)
 			vm_runner_report(&run, &results->items[i]);
@@ -393,25 +430,7 @@ int vm_checkpoint_all(virConnectPtr conn, const VmPlan *plan, VmProgressCb cb, v
 		r = -ENOMEM;
 		goto rollback;
 	}
-	for (size_t i = 0; i < results->n; i++) {
-		VmResult *v = &results->items[i];
-
-		if (v->strategy == VM_STRATEGY_SHUTDOWN && v->outcome == VM_OUTCOME_PENDING)
-			jobs[n_jobs++] = (VmJob){ .result = v,
-				                  .func = job_shutdown,
-				                  .start_outcome = VM_OUTCOME_SHUTTING_DOWN };
-	}
-	for (size_t i = 0; i < results->n; i++) {
-		VmResult *v = &results->items[i];
-
-		if ((v->strategy == VM_STRATEGY_CHECKPOINT ||
-		     v->strategy == VM_STRATEGY_KEEP_RAM) &&
-		    v->outcome == VM_OUTCOME_PAUSED)
-			jobs[n_jobs++] = (VmJob){ .result = v,
-				                  .func = vm_job_save,
-				                  .start_outcome = VM_OUTCOME_SAVING,
-				                  .timeout = vm_plan_save_timeout(plan) };
-	}
+	n_jobs = checkpoint_jobs(plan, results, jobs);
 	r = vm_run_jobs(&run, jobs, n_jobs, vm_plan_parallel(plan));
 	if (r < 0)
 		goto rollback;
