@@ -227,6 +227,110 @@ static int set_path(ParseContext *c, const Setting *s, const char *value) {
 	return 1;
 }
 
+/* MaxVMs= (a count) and MaxVMMemory= (a size): a number, or "infinity". */
+static int apply_limit(ParseContext *c, const Setting *s, const char *value) {
+	Policy *p = c->policy;
+	unsigned long long u;
+	uint64_t v;
+
+	if (s->kind == SETTING_COUNT) {
+		if (streq(value, "infinity")) {
+			p->max_vms = UINT64_MAX;
+			return 1;
+		}
+		if (safe_atou64(value, &u) < 0 || u >= UINT64_MAX)
+			return context_error(c, "%s=: '%s' is not a number or 'infinity'", s->key,
+			                     value);
+		p->max_vms = u;
+		return 1;
+	}
+	if (streq(value, "infinity")) {
+		p->max_vm_memory = UINT64_MAX;
+		return 1;
+	}
+	if (policy_parse_size(value, &v) < 0 || v == UINT64_MAX)
+		return context_error(c, "%s=: '%s' is not a size (e.g. 64G) or 'infinity'", s->key,
+		                     value);
+	p->max_vm_memory = v;
+	return 1;
+}
+
+/* FreeSpaceMargin=: a percentage of the free space needed, or a size. */
+static int apply_margin(ParseContext *c, const Setting *s, const char *value) {
+	Policy *p = c->policy;
+	unsigned long long u;
+	uint64_t v;
+	size_t n = strlen(value);
+
+	if (n > 1 && value[n - 1] == '%') {
+		_cleanup_free_ char *num = strndup(value, n - 1);
+
+		if (!num) {
+			c->oom = true;
+			return 1;
+		}
+		if (safe_atou64(num, &u) < 0 || u > 1000)
+			return context_error(c, "%s=: '%s' is not a percentage 0%%..1000%%", s->key,
+			                     value);
+		p->margin_is_percent = true;
+		p->free_space_margin = u;
+		return 1;
+	}
+	if (policy_parse_size(value, &v) < 0)
+		return context_error(c, "%s=: '%s' is not a percentage (10%%) or a size (2G)",
+		                     s->key, value);
+	p->margin_is_percent = false;
+	p->free_space_margin = v;
+	return 1;
+}
+
+/* ShutdownTimeoutSec= and PauseTimeoutSec=: whole seconds, each with its limit. */
+static int apply_seconds(ParseContext *c, const Setting *s, const char *value) {
+	Policy *p = c->policy;
+	unsigned long long u;
+	bool pause = s->kind == SETTING_PAUSE_SECONDS;
+	unsigned max = pause ? MAX_PAUSE_TIMEOUT_SEC : MAX_SHUTDOWN_TIMEOUT_SEC;
+
+	if (safe_atou64(value, &u) < 0 || u == 0 || u > max)
+		return context_error(c, "%s=: '%s' is not a number of seconds 1..%u", s->key, value,
+		                     max);
+	*(pause ? &p->pause_timeout_usec : &p->shutdown_timeout_usec) = u * 1000000ULL;
+	return 1;
+}
+
+/* The conditions of a [VMRule:NAME]: Name=, Metadata=, MemoryAbove=, MemoryBelow=. */
+static int apply_rule_condition(ParseContext *c, const Setting *s, PolicyVmRule *rule,
+                                const char *value) {
+	uint64_t v;
+
+	switch (s->kind) {
+	case SETTING_GLOB_LIST:
+		if (strv_extend_words(&rule->name_globs, value) < 0)
+			c->oom = true;
+		return 1;
+	case SETTING_METADATA: {
+		const char *eq = strchr(value, '=');
+
+		if (!eq || eq == value || string_has_cc(value))
+			return context_error(c, "%s=: '%s' is not KEY=VALUE", s->key, value);
+		if (strv_extend(&rule->metadata, value) < 0)
+			c->oom = true;
+		return 1;
+	}
+	case SETTING_SIZE_OR_NONE:
+		if (policy_parse_size(value, &v) < 0 || v == UINT64_MAX)
+			return context_error(c, "%s=: '%s' is not a size (e.g. 8G)", s->key, value);
+		if (streq(s->key, "MemoryAbove"))
+			rule->memory_above = v;
+		else
+			rule->memory_below = v;
+		return 1;
+	default:
+		break;
+	}
+	return context_error(c, "internal error: unhandled setting %s=", s->key);
+}
+
 static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, const char *value) {
 	Policy *p = c->policy;
 	unsigned long long u;
@@ -276,67 +380,19 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 			                     s->key, value);
 		return 1;
 	case SETTING_COUNT:
-		if (streq(value, "infinity")) {
-			p->max_vms = UINT64_MAX;
-			return 1;
-		}
-		if (safe_atou64(value, &u) < 0 || u >= UINT64_MAX)
-			return context_error(c, "%s=: '%s' is not a number or 'infinity'", s->key,
-			                     value);
-		p->max_vms = u;
-		return 1;
 	case SETTING_SIZE_LIMIT:
-		if (streq(value, "infinity")) {
-			p->max_vm_memory = UINT64_MAX;
-			return 1;
-		}
-		if (policy_parse_size(value, &v) < 0 || v == UINT64_MAX)
-			return context_error(c, "%s=: '%s' is not a size (e.g. 64G) or 'infinity'",
-			                     s->key, value);
-		p->max_vm_memory = v;
-		return 1;
+		return apply_limit(c, s, value);
 	case SETTING_PATH:
 	case SETTING_BACKING_DIR:
 		if (!path_is_normalized(value) || streq(value, "/"))
 			return context_error(c, "%s=: '%s' is not a normalized absolute directory",
 			                     s->key, value);
 		return set_path(c, s, value);
-	case SETTING_MARGIN: {
-		size_t n = strlen(value);
-
-		if (n > 1 && value[n - 1] == '%') {
-			_cleanup_free_ char *num = strndup(value, n - 1);
-
-			if (!num) {
-				c->oom = true;
-				return 1;
-			}
-			if (safe_atou64(num, &u) < 0 || u > 1000)
-				return context_error(c, "%s=: '%s' is not a percentage 0%%..1000%%",
-				                     s->key, value);
-			p->margin_is_percent = true;
-			p->free_space_margin = u;
-			return 1;
-		}
-		if (policy_parse_size(value, &v) < 0)
-			return context_error(c,
-			                     "%s=: '%s' is not a percentage (10%%) or a size (2G)",
-			                     s->key, value);
-		p->margin_is_percent = false;
-		p->free_space_margin = v;
-		return 1;
-	}
+	case SETTING_MARGIN:
+		return apply_margin(c, s, value);
 	case SETTING_SECONDS:
-	case SETTING_PAUSE_SECONDS: {
-		bool pause = s->kind == SETTING_PAUSE_SECONDS;
-		unsigned max = pause ? MAX_PAUSE_TIMEOUT_SEC : MAX_SHUTDOWN_TIMEOUT_SEC;
-
-		if (safe_atou64(value, &u) < 0 || u == 0 || u > max)
-			return context_error(c, "%s=: '%s' is not a number of seconds 1..%u",
-			                     s->key, value, max);
-		*(pause ? &p->pause_timeout_usec : &p->shutdown_timeout_usec) = u * 1000000ULL;
-		return 1;
-	}
+	case SETTING_PAUSE_SECONDS:
+		return apply_seconds(c, s, value);
 	case SETTING_PARALLEL:
 		if (safe_atou64(value, &u) < 0 || u == 0 || u > MAX_SAVE_PARALLEL)
 			return context_error(c, "%s=: '%s' is not a number 1..%u", s->key, value,
@@ -351,26 +407,9 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		p->keep_ram_digest = (PolicyKeepRamDigest)r;
 		return 1;
 	case SETTING_GLOB_LIST:
-		if (strv_extend_words(&rule->name_globs, value) < 0)
-			c->oom = true;
-		return 1;
-	case SETTING_METADATA: {
-		const char *eq = strchr(value, '=');
-
-		if (!eq || eq == value || string_has_cc(value))
-			return context_error(c, "%s=: '%s' is not KEY=VALUE", s->key, value);
-		if (strv_extend(&rule->metadata, value) < 0)
-			c->oom = true;
-		return 1;
-	}
+	case SETTING_METADATA:
 	case SETTING_SIZE_OR_NONE:
-		if (policy_parse_size(value, &v) < 0 || v == UINT64_MAX)
-			return context_error(c, "%s=: '%s' is not a size (e.g. 8G)", s->key, value);
-		if (streq(s->key, "MemoryAbove"))
-			rule->memory_above = v;
-		else
-			rule->memory_below = v;
-		return 1;
+		return apply_rule_condition(c, s, rule, value);
 	}
 	return context_error(c, "internal error: unhandled setting %s=", s->key);
 }
