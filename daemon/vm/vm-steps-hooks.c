@@ -206,19 +206,12 @@ static void plan_from_policy(Context *c, VmPlan *plan) {
 
 /* ---- the steps (HookFunc) ---- */
 
-/* PRE_HANDOFF: pause all, checkpoint in parallel with the decided strategies. On
- * failure vm_checkpoint_all() has already given every VM back. */
-int vms_hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_reason) {
-	VmWiring *w = userdata;
-	_cleanup_conn_ virConnectPtr conn = NULL;
-	_cleanup_(vm_results_freep) VmResults *res = NULL;
-	_cleanup_free_ VmPlanEntry *e = NULL;
-	Progress prog = { .context = c, .update = u, .wiring = w };
-	_cleanup_(vms_kept_check_done) VmsKeptCheck kept = {};
+/* The plan's entries from u's decisions: every domain with a strategy (inactive ones too: the
+ * library records them as ignored). The names point into u->decisions. */
+static int plan_entries(const Update *u, VmPlanEntry **ret, size_t *ret_n) {
 	json_object *a = vms_decided(u);
 	size_t n = a ? json_object_array_length(a) : 0, k = 0;
-	VmPlan plan;
-	int r, s;
+	VmPlanEntry *e;
 
 	e = calloc(n ?: 1, sizeof(*e));
 	if (!e)
@@ -232,6 +225,27 @@ int vms_hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_reason
 		e[k++] = (VmPlanEntry){ .name = vms_dec_str(dec, "name"),
 			                .strategy = strategy_of(dec) };
 	}
+	*ret = e;
+	*ret_n = k;
+	return 0;
+}
+
+/* PRE_HANDOFF: pause all, checkpoint in parallel with the decided strategies. On
+ * failure vm_checkpoint_all() has already given every VM back. */
+int vms_hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_reason) {
+	VmWiring *w = userdata;
+	_cleanup_conn_ virConnectPtr conn = NULL;
+	_cleanup_(vm_results_freep) VmResults *res = NULL;
+	_cleanup_free_ VmPlanEntry *e = NULL;
+	Progress prog = { .context = c, .update = u, .wiring = w };
+	_cleanup_(vms_kept_check_done) VmsKeptCheck kept = {};
+	size_t k = 0;
+	VmPlan plan;
+	int r, s;
+
+	r = plan_entries(u, &e, &k);
+	if (r < 0)
+		return r;
 	if (k == 0)
 		return 0;
 
