@@ -515,6 +515,35 @@ static int serve_bus(Manager *mgr) {
 	return 0;
 }
 
+/* The event loop, with SIGTERM and SIGINT blocked for its signalfd, and the measurement on
+ * it, attached to c. */
+static int setup_loop(const Args *a, Context *c, sd_event **ret_event, Measure **ret_measure) {
+	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	_cleanup_(measure_freep) Measure *measure = NULL;
+	sigset_t ss;
+	int r;
+
+	/* Blocked before any thread starts (libvirt's event loop, jobs, the VM workers): the loop
+	 * takes them through a signalfd; a thread with them unblocked would die of them. */
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	r = sd_event_default(&event);
+	if (r < 0)
+		return log_error_errno(r, "Failed to allocate the event loop: %m");
+	/* Before any VM step registers: the probe must run before the first pause. */
+	r = measure_new(&(MeasureOptions){ .root = a->root, .event = event }, &measure);
+	if (r < 0)
+		return log_oom();
+	r = measure_attach(measure, c);
+	if (r < 0)
+		return log_oom();
+	*ret_event = TAKE_PTR(event);
+	*ret_measure = TAKE_PTR(measure);
+	return 0;
+}
+
 static int run(int argc, char *argv[]) {
 	_cleanup_(context_freep) Context *c = NULL;
 	_cleanup_(vms_freep) VmWiring *vms = NULL;
@@ -525,7 +554,6 @@ static int run(int argc, char *argv[]) {
 	sd_event_source *extend = NULL;
 	const char *unique;
 	Args a = {};
-	sigset_t ss;
 	int r;
 
 	log_set_prefix("upgraded");
@@ -541,22 +569,9 @@ static int run(int argc, char *argv[]) {
 	if (r < 0)
 		return r;
 
-	/* Blocked before any thread starts (libvirt's event loop, jobs, the VM workers): the loop
-	 * takes them through a signalfd; a thread with them unblocked would die of them. */
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGTERM);
-	sigaddset(&ss, SIGINT);
-	sigprocmask(SIG_BLOCK, &ss, NULL);
-	r = sd_event_default(&event);
+	r = setup_loop(&a, c, &event, &measure);
 	if (r < 0)
-		return log_error_errno(r, "Failed to allocate the event loop: %m");
-	/* Before any VM step registers: the probe must run before the first pause. */
-	r = measure_new(&(MeasureOptions){ .root = a.root, .event = event }, &measure);
-	if (r < 0)
-		return log_oom();
-	r = measure_attach(measure, c);
-	if (r < 0)
-		return log_oom();
+		return r;
 	r = setup_vms(&a, c, &vms);
 	if (r < 0)
 		return r;
