@@ -5,58 +5,35 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
 #include "cli-bus.h"
-#include "cli-json.h"
 #include "config.h"
-#include "json-util.h"
-#include "follow.h"
 #include "log.h"
 #include "macros.h"
-#include "policy.h"
-#include "report-html.h"
-#include "report-print.h"
 #include "string-util.h"
 #include "upgrade-bus.h"
+#include "upgradectl.h"
 
 #define WAIT_TIMEOUT_USEC (10ULL * 60 * 1000000) /* --wait-timeout= default */
+#define PARSE_GO_ON       (-1)                   /* parse_argv(): run the verb */
 
-/* Exit codes (documented in the help text and docs/dbus-api.md). */
-enum {
-	EXIT_OK = 0,
-	EXIT_FAILED = 1,           /* the operation or the update failed */
-	EXIT_USAGE = 2,            /* bad command line */
-	EXIT_REJECTED = 3,         /* the daemon rejected the input */
-	EXIT_PERMISSION = 4,       /* not authorized */
-	EXIT_NOT_FOUND = 5,        /* no such update or report */
-	EXIT_BAD_STATE = 6,        /* already staged / wrong state */
-	EXIT_NO_KEXEC = 7,         /* kexec unavailable or the kernel refused to load */
-	EXIT_NO_SERVICE = 8,       /* upgraded is not reachable */
-	EXIT_REFUSED = 9,          /* the policy refused the commit */
-	EXIT_WAIT_TIMEOUT = 10,    /* --wait / watch: --wait-timeout= passed first */
-	EXIT_LIBVIRT_TIMEOUT = 11, /* libvirtd did not answer within the daemon's deadline */
-};
-
-static bool arg_json = false;
+bool arg_json = false;
 static bool arg_ask_password = true;
-static bool arg_wait = false;
-static bool arg_value = false;
-static bool arg_reuse_cmdline = false;
-static bool arg_dry_run = false;
-static uint64_t arg_wait_timeout = WAIT_TIMEOUT_USEC;
+bool arg_wait = false;
+bool arg_value = false;
+bool arg_reuse_cmdline = false;
+bool arg_dry_run = false;
+uint64_t arg_wait_timeout = WAIT_TIMEOUT_USEC;
 static const char *arg_host = NULL;
-static bool arg_html = false;
-static const char *arg_output = NULL;
-static const char *arg_initrd = NULL;
-static const char *arg_cmdline = NULL;
-static char **arg_properties = NULL;
+bool arg_html = false;
+const char *arg_output = NULL;
+const char *arg_initrd = NULL;
+const char *arg_cmdline = NULL;
+char **arg_properties = NULL;
 
 typedef struct Verb {
 	const char *name;
@@ -105,7 +82,7 @@ static int exit_code_for_error(const sd_bus_error *e) {
 }
 
 /* Prints "<what>: <message> (<error name>)" and returns the exit code. */
-static int fail_bus(const char *what, const sd_bus_error *e, int r) {
+int cli_fail_bus(const char *what, const sd_bus_error *e, int r) {
 	if (sd_bus_error_is_set(e)) {
 		fprintf(stderr, "%s: %s (%s)\n", what, e->message ?: "", e->name);
 		return exit_code_for_error(e);
@@ -114,8 +91,7 @@ static int fail_bus(const char *what, const sd_bus_error *e, int r) {
 	return EXIT_FAILED;
 }
 
-static int call_string(sd_bus *bus, const char *method, const char *arg, char **ret,
-                       sd_bus_error *e) {
+int cli_call_string(sd_bus *bus, const char *method, const char *arg, char **ret, sd_bus_error *e) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	const char *s;
 	int r;
@@ -133,525 +109,6 @@ static int call_string(sd_bus *bus, const char *method, const char *arg, char **
 		return r;
 	*ret = strdup(s);
 	return *ret ? 0 : -ENOMEM;
-}
-
-/* Follows path until it ends (f: subscribed before the call that started the work; NULL:
- * now) and returns the exit code. */
-static int follow_exit_code(FollowOutcome o);
-static int follow_path(sd_bus *bus, const char *path, Follow *f) {
-	_cleanup_(follow_freep) Follow *own = NULL;
-	int r;
-
-	if (!f) {
-		r = follow_new(bus, &own);
-		if (r < 0)
-			return fail_bus("Subscribing to progress failed", NULL, r);
-		f = own;
-	}
-	return follow_exit_code(follow_update(f, path, arg_wait_timeout));
-}
-
-/* The exit code of a followed update. */
-static int follow_exit_code(FollowOutcome o) {
-	switch (o) {
-	case FOLLOW_HANDOFF:
-	case FOLLOW_DONE:
-		return EXIT_OK;
-	case FOLLOW_TIMEOUT:
-		return EXIT_WAIT_TIMEOUT;
-	case FOLLOW_DAEMON_GONE:
-		return EXIT_NO_SERVICE;
-	default:
-		return EXIT_FAILED;
-	}
-}
-
-/* ---- verbs ---- */
-
-static int verb_stage(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-	const char *id, *path;
-	int r;
-
-	if (arg_cmdline && arg_reuse_cmdline) {
-		fprintf(stderr, "--cmdline= and --reuse-cmdline exclude each other.\n");
-		return EXIT_USAGE;
-	}
-	r = sd_bus_message_new_method_call(bus, &m, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH,
-	                                   UPGRADE_MANAGER_IFACE, "Stage");
-	if (r >= 0)
-		r = sd_bus_message_append(m, "sss", args[0], strempty(arg_initrd),
-		                          strempty(arg_cmdline));
-	if (r >= 0)
-		r = arg_reuse_cmdline
-		            ? sd_bus_message_append(m, "a{sv}", 1, "reuse-cmdline", "b", 1)
-		            : sd_bus_message_append(m, "a{sv}", 0);
-	if (r < 0)
-		return fail_bus("Building the request failed", NULL, r);
-	r = sd_bus_call(bus, m, 0, &e, &reply);
-	if (r < 0)
-		return fail_bus("Stage failed", &e, r);
-	r = sd_bus_message_read(reply, "so", &id, &path);
-	if (r < 0)
-		return fail_bus("Bad reply", NULL, r);
-	printf("%s\n", id);
-	fflush(stdout);
-	if (arg_wait)
-		return follow_path(bus, path, NULL);
-	return EXIT_OK;
-}
-
-/* The handoff reasons are stored as one "; "-joined line: one per line here. */
-static void print_joined(const char *indent, const char *text) {
-	const char *p = text;
-
-	if (!text)
-		return;
-	while (*p) {
-		size_t n = strcspn(p, ";");
-
-		printf("%s%.*s\n", indent, (int)n, p);
-		p += n;
-		while (*p == ';' || *p == ' ')
-			p++;
-	}
-}
-
-/* The VM decisions and the preconditions verdict (Update.decisions / PlanCommit). */
-static void print_decisions(json_object *d, const char *indent) {
-	json_object *vms = NULL, *verdict = NULL, *reasons = NULL, *allowed = NULL;
-
-	if (!d)
-		return;
-	vms = cli_jarray(d, "vms");
-	if (cli_jarray_length(vms) > 0) {
-		printf("%sVMs (%s):\n", indent, strna(cli_jstr(d, "libvirt_uri")));
-		for (size_t i = 0; i < cli_jarray_length(vms); i++) {
-			json_object *v = json_object_array_get_idx(vms, i), *refused = NULL;
-
-			json_object_object_get_ex(v, "refused", &refused);
-			printf("%s  %-24s %-10s %-9s%s\n", indent, strna(cli_jstr(v, "name")),
-			       strna(cli_jstr(v, "strategy")), strna(cli_jstr(v, "state")),
-			       json_object_get_boolean(refused) ? " REFUSED" : "");
-			if (json_object_object_get_ex(v, "reasons", &reasons)) {
-				_cleanup_free_ char *p = NULL;
-
-				if (asprintf(&p, "%s    ", indent) >= 0)
-					(void)policy_reasons_format_json(reasons, p, stdout);
-			}
-		}
-	} else
-		printf("%sVMs: none\n", indent);
-	if (json_object_object_get_ex(d, "verdict", &verdict)) {
-		json_object_object_get_ex(verdict, "allowed", &allowed);
-		printf("%sPreconditions: %s\n", indent,
-		       json_object_get_boolean(allowed) ? "met" : "NOT met, the commit is refused");
-		if (json_object_object_get_ex(verdict, "reasons", &reasons)) {
-			_cleanup_free_ char *p = NULL;
-
-			if (asprintf(&p, "%s  ", indent) >= 0)
-				(void)policy_reasons_format_json(reasons, p, stdout);
-		}
-	}
-}
-
-static int commit_dry_run(sd_bus *bus, const char *id) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(json_object_putp) json_object *o = NULL;
-	_cleanup_free_ char *json = NULL;
-	json_object *h = NULL, *allowed = NULL, *d = NULL;
-	int r;
-
-	r = call_string(bus, "PlanCommit", id, &json, &e);
-	if (r < 0)
-		return fail_bus("Planning the commit failed", &e, r);
-	o = json_tokener_parse(json);
-	if (!o)
-		return fail_bus("Bad reply", NULL, -EBADMSG);
-	json_object_object_get_ex(o, "allowed", &allowed);
-	if (arg_json)
-		printf("%s\n", json);
-	else {
-		json_object_object_get_ex(o, "handoff", &h);
-		json_object_object_get_ex(o, "decisions", &d);
-		printf("Update %s: dry run, nothing changed.\n", strna(cli_jstr(o, "id")));
-		printf("Handoff: %s\n", strna(cli_jstr(h, "mode")));
-		print_joined("  ", cli_jstr(h, "reason"));
-		print_decisions(d, "");
-		printf("Commit would %s.\n",
-		       json_object_get_boolean(allowed) ? "proceed" : "be REFUSED");
-	}
-	return json_object_get_boolean(allowed) ? EXIT_OK : EXIT_REFUSED;
-}
-
-static int verb_commit(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	_cleanup_(follow_freep) Follow *f = NULL;
-	const char *path;
-	int r;
-
-	if (arg_dry_run)
-		return commit_dry_run(bus, n > 0 ? args[0] : "");
-
-	if (arg_wait) {
-		r = follow_new(bus, &f);
-		if (r < 0)
-			return fail_bus("Subscribing to progress failed", NULL, r);
-	}
-	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
-	                       "Commit", &e, &reply, "sa{sv}", n > 0 ? args[0] : "", 0);
-	if (r < 0) {
-		/* The daemon left before it answered (the Commit job persists before it replies):
-		 * its next start resolves whatever the commit had begun. */
-		if (sd_bus_error_has_name(&e, SD_BUS_ERROR_NO_REPLY)) {
-			fprintf(stderr,
-			        "upgraded stopped before it answered Commit; it resolves the "
-			        "update when it starts again (see upgradectl status).\n");
-			return EXIT_NO_SERVICE;
-		}
-		return fail_bus("Commit failed", &e, r);
-	}
-	r = sd_bus_message_read(reply, "o", &path);
-	if (r < 0)
-		return fail_bus("Bad reply", NULL, r);
-	if (!arg_wait) {
-		printf("%s\n", path);
-		return EXIT_OK;
-	}
-	return follow_path(bus, path, f);
-}
-
-/* The update to watch: ID, or the one in flight (committing, completing; else staged). */
-static int watch_pick(sd_bus *bus, const char *id, char **ret_path) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	const char *uid, *state, *path;
-	_cleanup_free_ char *pick = NULL;
-	int r, rank = 0;
-
-	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
-	                       "ListUpdates", &e, &reply, NULL);
-	if (r < 0)
-		return fail_bus("Listing the updates failed", &e, r);
-	r = sd_bus_message_enter_container(reply, 'a', "(sso)");
-	if (r < 0)
-		return fail_bus("Bad reply", NULL, r);
-	while (sd_bus_message_read(reply, "(sso)", &uid, &state, &path) > 0) {
-		int k = *id ? streq(uid, id) * 3
-		        : streq(state, "committing") || streq(state, "completing") ? 2
-		        : streq(state, "staged")                                   ? 1
-		                                                                   : 0;
-
-		if (k > rank) {
-			rank = k;
-			free(pick);
-			pick = strdup(path);
-			if (!pick)
-				return EXIT_FAILED;
-		}
-	}
-	if (!pick) {
-		fprintf(stderr, *id ? "No update '%s'.\n" : "No update in flight.%s\n", id);
-		return EXIT_NOT_FOUND;
-	}
-	*ret_path = TAKE_PTR(pick);
-	return EXIT_OK;
-}
-
-static int verb_watch(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(follow_freep) Follow *f = NULL;
-	_cleanup_free_ char *path = NULL;
-	int r;
-
-	r = follow_new(bus, &f);
-	if (r < 0)
-		return fail_bus("Subscribing to progress failed", NULL, r);
-	r = watch_pick(bus, n > 0 ? args[0] : "", &path);
-	if (r != EXIT_OK)
-		return r;
-	return follow_path(bus, path, f);
-}
-
-static int verb_cancel(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	int r;
-
-	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
-	                       "Cancel", &e, NULL, "s", n > 0 ? args[0] : "");
-	if (r < 0)
-		return fail_bus("Cancel failed", &e, r);
-	return EXIT_OK;
-}
-
-static int verb_list(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	_cleanup_(json_object_putp) json_object *a = json_object_new_array();
-	const char *id, *state, *path;
-	unsigned count = 0;
-	int r;
-
-	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
-	                       "ListUpdates", &e, &reply, NULL);
-	if (r < 0)
-		return fail_bus("ListUpdates failed", &e, r);
-	r = sd_bus_message_enter_container(reply, 'a', "(sso)");
-	if (r < 0)
-		return fail_bus("Bad reply", NULL, r);
-	if (!arg_json)
-		printf("%-16s  %-10s  %s\n", "ID", "STATE", "OBJECT");
-	while ((r = sd_bus_message_read(reply, "(sso)", &id, &state, &path)) > 0) {
-		if (arg_json) {
-			json_object *o = json_object_new_object();
-
-			json_object_object_add(o, "id", json_object_new_string(id));
-			json_object_object_add(o, "state", json_object_new_string(state));
-			json_object_object_add(o, "object", json_object_new_string(path));
-			json_object_array_add(a, o);
-		} else
-			printf("%-16s  %-10s  %s\n", id, state, path);
-		count++;
-	}
-	if (r < 0)
-		return fail_bus("Bad reply", NULL, r);
-	if (arg_json)
-		printf("%s\n", json_object_to_json_string_ext(
-		                       a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	else
-		printf("\n%u update(s).\n", count);
-	return EXIT_OK;
-}
-
-static int verb_describe(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(json_object_putp) json_object *o = NULL;
-	_cleanup_free_ char *json = NULL;
-	int r;
-
-	r = call_string(bus, "Describe", NULL, &json, &e);
-	if (r < 0)
-		return fail_bus("Describe failed", &e, r);
-	if (arg_json) {
-		fputs(json, stdout);
-		fputc('\n', stdout);
-		return EXIT_OK;
-	}
-	o = json_tokener_parse(json);
-	printf("%s\n", o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-	                                                             JSON_C_TO_STRING_NOSLASHESCAPE)
-	                 : json);
-	return EXIT_OK;
-}
-
-static int verb_restore_vm(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	int r;
-
-	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, UPGRADE_OBJECT_PATH, UPGRADE_MANAGER_IFACE,
-	                       "RestoreVM", &e, NULL, "s", args[0]);
-	if (r < 0)
-		return fail_bus("Restoring the VM failed", &e, r);
-	printf("VM '%s' restored and running.\n", args[0]);
-	return EXIT_OK;
-}
-
-static int verb_status(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(json_object_putp) json_object *o = NULL;
-	_cleanup_free_ char *json = NULL;
-	json_object *b = NULL, *ups = NULL, *usable = NULL;
-	int r;
-
-	r = call_string(bus, "Describe", NULL, &json, &e);
-	if (r < 0)
-		return fail_bus("Describe failed", &e, r);
-	if (arg_json) {
-		printf("%s\n", json);
-		return EXIT_OK;
-	}
-	o = json_tokener_parse(json);
-	if (!o)
-		return fail_bus("Bad reply", NULL, -EBADMSG);
-	json_object_object_get_ex(o, "Backend", &b);
-	if (b)
-		json_object_object_get_ex(b, "Usable", &usable);
-
-	printf("         State: %s\n", strna(cli_jstr(o, "State")));
-	printf("Running kernel: %s\n", strna(cli_jstr(o, "RunningKernel")));
-	printf(" Staged kernel: %s\n",
-	       *strempty(cli_jstr(o, "StagedKernel")) ? cli_jstr(o, "StagedKernel") : "-");
-	printf("       Backend: %s%s%s%s%s\n", strna(cli_jstr(b, "Name")),
-	       json_object_get_boolean(usable) ? "" : " (unusable: ",
-	       json_object_get_boolean(usable) ? "" : strna(cli_jstr(b, "Reason")),
-	       json_object_get_boolean(usable) ? "" : ")",
-	       b && cli_jstr(b, "Name") && streq(cli_jstr(b, "Name"), "record") ? " [TEST ONLY]"
-	                                                                        : "");
-	printf("   Last report: %s\n",
-	       *strempty(cli_jstr(o, "LastReport")) ? cli_jstr(o, "LastReport") : "-");
-
-	ups = cli_jarray(o, "Updates");
-	if (cli_jarray_length(ups) > 0) {
-		printf("\n%-16s  %-10s  %-17s  %-24s  %s\n", "ID", "STATE", "PHASE", "VERSION",
-		       "KERNEL");
-		for (size_t i = 0; i < cli_jarray_length(ups); i++) {
-			json_object *u = json_object_array_get_idx(ups, i), *k = NULL;
-
-			json_object_object_get_ex(u, "kernel", &k);
-			printf("%-16s  %-10s  %-17s  %-24s  %s\n", strna(cli_jstr(u, "id")),
-			       strna(cli_jstr(u, "state")), strna(cli_jstr(u, "phase")),
-			       strna(cli_jstr(u, "kernel_version")), strna(cli_jstr(k, "path")));
-		}
-		/* The reasons of the newest update: why it is (or was) handed over so. */
-		{
-			json_object *u = json_object_array_get_idx(ups, cli_jarray_length(ups) - 1);
-			json_object *d = NULL, *vms = NULL;
-
-			printf("\nUpdate %s:\n", strna(cli_jstr(u, "id")));
-			if (cli_jstr(u, "handoff")) {
-				printf("  Handoff: %s\n", cli_jstr(u, "handoff"));
-				print_joined("    ", cli_jstr(u, "handoff_reason"));
-			}
-			if (cli_jstr(u, "error"))
-				printf("  Error: %s\n", cli_jstr(u, "error"));
-			if (json_object_object_get_ex(u, "decisions", &d) && d)
-				print_decisions(d, "  ");
-			vms = cli_jarray(u, "vms");
-			if (vms) {
-				printf("  VM results:\n");
-				for (size_t i = 0; i < cli_jarray_length(vms); i++) {
-					json_object *v = json_object_array_get_idx(vms, i);
-
-					printf("    %-24s %-10s %-12s %s\n",
-					       strna(cli_jstr(v, "name")),
-					       strna(cli_jstr(v, "strategy")),
-					       strna(cli_jstr(v, "result")),
-					       strempty(cli_jstr(v, "error")));
-				}
-			}
-		}
-	}
-	return EXIT_OK;
-}
-
-static int verb_report(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(json_object_putp) json_object *o = NULL;
-	_cleanup_free_ char *json = NULL;
-	int r;
-
-	r = call_string(bus, "GetReport", n > 0 ? args[0] : "", &json, &e);
-	if (r < 0)
-		return fail_bus("GetReport failed", &e, r);
-	if (arg_json) {
-		fputs(json, stdout);
-		if (!*json || json[strlen(json) - 1] != '\n')
-			fputc('\n', stdout);
-		return EXIT_OK;
-	}
-	o = json_tokener_parse(json);
-	if (!o)
-		return fail_bus("Bad report", NULL, -EBADMSG);
-	if (arg_html) {
-		r = report_html_write(o, arg_output);
-		return r < 0 ? fail_bus("Cannot write the HTML report", NULL, r) : EXIT_OK;
-	}
-
-	report_print(o, stdout);
-	return EXIT_OK;
-}
-
-static int print_property(sd_bus_message *m, const char *name) {
-	const char *contents, *s;
-	char type;
-	uint32_t u;
-	int b, r;
-
-	r = sd_bus_message_peek_type(m, &type, &contents);
-	if (r < 0)
-		return r;
-	r = sd_bus_message_enter_container(m, 'v', contents);
-	if (r < 0)
-		return r;
-	if (arg_value)
-		name = NULL;
-	if (streq(contents, "s") || streq(contents, "o")) {
-		r = sd_bus_message_read_basic(m, contents[0], &s);
-		if (r >= 0)
-			printf("%s%s%s\n", name ?: "", name ? "=" : "", s);
-	} else if (streq(contents, "u")) {
-		r = sd_bus_message_read_basic(m, 'u', &u);
-		if (r >= 0)
-			printf("%s%s%u\n", name ?: "", name ? "=" : "", u);
-	} else if (streq(contents, "b")) {
-		r = sd_bus_message_read_basic(m, 'b', &b);
-		if (r >= 0)
-			printf("%s%s%s\n", name ?: "", name ? "=" : "", b ? "yes" : "no");
-	} else
-		r = sd_bus_message_skip(m, contents);
-	if (r < 0)
-		return r;
-	return sd_bus_message_exit_container(m);
-}
-
-static bool wanted(const char *name) {
-	if (!arg_properties)
-		return true;
-	STRV_FOREACH (p, arg_properties)
-		if (streq(*p, name))
-			return true;
-	return false;
-}
-
-static int verb_show(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	_cleanup_free_ char *path = NULL;
-	const char *iface = UPGRADE_MANAGER_IFACE, *name;
-	bool any = false;
-	int r;
-
-	if (n > 0) {
-		if (strlen(args[0]) != 16 || strspn(args[0], "0123456789abcdef") != 16) {
-			fprintf(stderr, "'%s' is not an update id (16 hex digits).\n", args[0]);
-			return EXIT_USAGE;
-		}
-		if (asprintf(&path, "%s/%s", UPGRADE_UPDATE_PREFIX, args[0]) < 0)
-			return EXIT_FAILED;
-		iface = UPGRADE_UPDATE_IFACE;
-	}
-	r = sd_bus_call_method(bus, UPGRADE_BUS_NAME, path ?: UPGRADE_OBJECT_PATH,
-	                       "org.freedesktop.DBus.Properties", "GetAll", &e, &reply, "s", iface);
-	if (r < 0) {
-		if (path && sd_bus_error_has_names(&e, SD_BUS_ERROR_UNKNOWN_OBJECT,
-		                                   SD_BUS_ERROR_UNKNOWN_INTERFACE)) {
-			fprintf(stderr, "No update '%s'.\n", args[0]);
-			return EXIT_NOT_FOUND;
-		}
-		return fail_bus("Reading properties failed", &e, r);
-	}
-	r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-	while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-		r = sd_bus_message_read(reply, "s", &name);
-		if (r < 0)
-			break;
-		if (wanted(name)) {
-			r = print_property(reply, name);
-			any = true;
-		} else
-			r = sd_bus_message_skip(reply, "v");
-		if (r < 0)
-			break;
-		r = sd_bus_message_exit_container(reply);
-	}
-	if (r < 0)
-		return fail_bus("Bad reply", NULL, r);
-	if (arg_properties && !any) {
-		fprintf(stderr, "No such property.\n");
-		return EXIT_NOT_FOUND;
-	}
-	return EXIT_OK;
 }
 
 /* ---- help ---- */
@@ -840,7 +297,9 @@ static void help(void) {
 	       "                             systemd-stdio-bridge` like systemctl -H)\n");
 }
 
-int main(int argc, char *argv[]) {
+/* Parses the options into arg_*; returns PARSE_GO_ON, or the exit code to return at once
+ * (--version, an invalid option). */
+static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 	enum {
 		ARG_VERSION = 0x100,
 		ARG_JSON,
@@ -872,17 +331,12 @@ int main(int argc, char *argv[]) {
 		{ "wait-timeout", required_argument, NULL, ARG_WAIT_TIMEOUT },
 		{},
 	};
-	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	const Verb *verb = NULL;
-	bool want_help = false;
-	unsigned n;
-	int c, r, ret;
+	int c;
 
-	log_set_prefix("upgradectl");
 	while ((c = getopt_long(argc, argv, "hH:o:p:", options, NULL)) >= 0)
 		switch (c) {
 		case 'h':
-			want_help = true;
+			*ret_want_help = true;
 			break;
 		case 'H':
 			arg_host = optarg;
@@ -940,6 +394,21 @@ int main(int argc, char *argv[]) {
 		default:
 			return EXIT_USAGE;
 		}
+
+	return PARSE_GO_ON;
+}
+
+int main(int argc, char *argv[]) {
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	const Verb *verb = NULL;
+	bool want_help = false;
+	unsigned n;
+	int r, ret;
+
+	log_set_prefix("upgradectl");
+	r = parse_argv(argc, argv, &want_help);
+	if (r != PARSE_GO_ON)
+		return r;
 
 	if (optind < argc) {
 		for (size_t i = 0; i < ELEMENTSOF(verbs); i++)

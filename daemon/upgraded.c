@@ -410,44 +410,28 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 	                                  mgr);
 }
 
-static int run(int argc, char *argv[]) {
+/* The state machine for a: the backend, the test builds' seams, the configuration (refused
+ * whole when broken), the host's facts and the state directories. */
+static int setup_context(const Args *a, Context **ret) {
 	_cleanup_(context_freep) Context *c = NULL;
-	_cleanup_(vms_freep) VmWiring *vms = NULL;
-	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
-	_cleanup_(measure_freep) Measure *measure = NULL;
 	const KexecBackend *backend = NULL;
-	Manager mgr = {};
-	sd_event_source *extend = NULL;
-	const char *unique;
-	Args a = {};
-	sigset_t ss;
 	int r;
 
-	log_set_prefix("upgraded");
-	r = parse_argv(argc, argv, &a);
-	if (r <= 0)
-		return r;
-
-	if (a.check_config)
-		/* Prints "FILE:LINE: message" per error and a summary. */
-		return policy_check_config(a.root, stdout) < 0 ? -EBADMSG : 0;
-
-	if (a.backend) {
-		backend = kexec_backend_find(a.backend);
+	if (a->backend) {
+		backend = kexec_backend_find(a->backend);
 		if (!backend)
-			return log_error_errno(-EINVAL, "Unknown backend '%s'.", a.backend);
+			return log_error_errno(-EINVAL, "Unknown backend '%s'.", a->backend);
 	}
 #ifdef UPGRADED_TEST_CORRUPT_DIGEST
 	kexec_loader_set_load_func_for_test(corrupt_then_load, NULL);
 	log_warning("TEST BUILD: staged kernels get a WRONG digest; a verified handoff must "
 	            "refuse and reset.");
 #endif
-	r = context_new(a.root, backend, &c);
+	r = context_new(a->root, backend, &c);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up: %m");
 #ifdef UPGRADED_TEST_CRASH_POINTS
-	if (path_is_real_root(a.root))
+	if (path_is_real_root(a->root))
 		return log_error_errno(-EINVAL, "This test build needs --root=.");
 	r = crash_points_setup(c);
 	if (r < 0)
@@ -467,7 +451,7 @@ static int run(int argc, char *argv[]) {
 		Policy *p = NULL;
 
 		/* A broken configuration must not be half-applied: refuse to start. */
-		r = policy_load(a.root, &p, &errs);
+		r = policy_load(a->root, &p, &errs);
 		if (r < 0) {
 			policy_errors_print(&errs, stderr);
 			policy_errors_done(&errs);
@@ -480,12 +464,64 @@ static int run(int argc, char *argv[]) {
 			return log_oom();
 		}
 	}
-	if (context_set_host(c, a.running_kernel, a.boot_id) < 0)
+	if (context_set_host(c, a->running_kernel, a->boot_id) < 0)
 		return log_oom();
 	log_backend(c);
 	r = make_dirs(c);
 	if (r < 0)
 		return r;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+/* The VM side: libvirt's calls with deadlines and its event loop, and the VM steps
+ * registered on c. */
+static int setup_vms(const Args *a, Context *c, VmWiring **ret) {
+	int r;
+
+	/* libvirt's client writes to its socket without MSG_NOSIGNAL: a libvirtd that went away
+	 * (killed, restarted) must fail that call with EPIPE, not kill the daemon. */
+	(void)signal(SIGPIPE, SIG_IGN);
+	/* Every libvirt call with a deadline: bounded opens, keepalive on libvirt's own event
+	 * loop (a thread of its own). */
+	vm_set_call_timeout(a->libvirt_timeout_usec);
+	r = vm_event_loop_start();
+	if (r < 0)
+		log_warning_errno(r, "Cannot start libvirt's event loop, no keepalive: %m");
+	/* The VM steps: commit check, checkpoint, rollback, restore. */
+	r = vms_attach(c, a->libvirt_uri, ret);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the VM steps: %m");
+	return 0;
+}
+
+/* Takes the bus name (before the recovery runs, so that it can be watched) and tells systemd
+ * the daemon is ready. */
+static int serve_bus(Manager *mgr) {
+	sd_bus *bus = mgr->bus;
+	Context *c = mgr->context;
+	int r;
+
+	r = sd_bus_attach_event(bus, mgr->event, SD_EVENT_PRIORITY_NORMAL);
+	if (r < 0)
+		return log_error_errno(r, "Failed to attach the bus: %m");
+	r = sd_bus_request_name(bus, UPGRADE_BUS_NAME, 0);
+	if (r < 0)
+		return log_error_errno(r, "Failed to acquire the name %s: %m", UPGRADE_BUS_NAME);
+	(void)sd_notify(false, "READY=1");
+	manager_notify_status(mgr);
+	log_info("Serving %s (state %s, backend %s).", UPGRADE_BUS_NAME, context_state(c),
+	         context_backend(c)->name);
+	return 0;
+}
+
+/* The event loop, with SIGTERM and SIGINT blocked for its signalfd, and the measurement on
+ * it, attached to c. */
+static int setup_loop(const Args *a, Context *c, sd_event **ret_event, Measure **ret_measure) {
+	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	_cleanup_(measure_freep) Measure *measure = NULL;
+	sigset_t ss;
+	int r;
 
 	/* Blocked before any thread starts (libvirt's event loop, jobs, the VM workers): the loop
 	 * takes them through a signalfd; a thread with them unblocked would die of them. */
@@ -497,25 +533,48 @@ static int run(int argc, char *argv[]) {
 	if (r < 0)
 		return log_error_errno(r, "Failed to allocate the event loop: %m");
 	/* Before any VM step registers: the probe must run before the first pause. */
-	r = measure_new(&(MeasureOptions){ .root = a.root, .event = event }, &measure);
+	r = measure_new(&(MeasureOptions){ .root = a->root, .event = event }, &measure);
 	if (r < 0)
 		return log_oom();
 	r = measure_attach(measure, c);
 	if (r < 0)
 		return log_oom();
-	/* libvirt's client writes to its socket without MSG_NOSIGNAL: a libvirtd that went away
-	 * (killed, restarted) must fail that call with EPIPE, not kill the daemon. */
-	(void)signal(SIGPIPE, SIG_IGN);
-	/* Every libvirt call with a deadline: bounded opens, keepalive on libvirt's own event
-	 * loop (a thread of its own). */
-	vm_set_call_timeout(a.libvirt_timeout_usec);
-	r = vm_event_loop_start();
+	*ret_event = TAKE_PTR(event);
+	*ret_measure = TAKE_PTR(measure);
+	return 0;
+}
+
+static int run(int argc, char *argv[]) {
+	_cleanup_(context_freep) Context *c = NULL;
+	_cleanup_(vms_freep) VmWiring *vms = NULL;
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	_cleanup_(measure_freep) Measure *measure = NULL;
+	Manager mgr = {};
+	sd_event_source *extend = NULL;
+	const char *unique;
+	Args a = {};
+	int r;
+
+	log_set_prefix("upgraded");
+	r = parse_argv(argc, argv, &a);
+	if (r <= 0)
+		return r;
+
+	if (a.check_config)
+		/* Prints "FILE:LINE: message" per error and a summary. */
+		return policy_check_config(a.root, stdout) < 0 ? -EBADMSG : 0;
+
+	r = setup_context(&a, &c);
 	if (r < 0)
-		log_warning_errno(r, "Cannot start libvirt's event loop, no keepalive: %m");
-	/* The VM steps: commit check, checkpoint, rollback, restore. */
-	r = vms_attach(c, a.libvirt_uri, &vms);
+		return r;
+
+	r = setup_loop(&a, c, &event, &measure);
 	if (r < 0)
-		return log_error_errno(r, "Failed to set up the VM steps: %m");
+		return r;
+	r = setup_vms(&a, c, &vms);
+	if (r < 0)
+		return r;
 	r = job_attach_event(event);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the job queue: %m");
@@ -545,16 +604,9 @@ static int run(int argc, char *argv[]) {
 
 	/* The bus name first: the recovery (on the new kernel: the VM restores) runs as a job
 	 * that `upgradectl watch` follows. */
-	r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
+	r = serve_bus(&mgr);
 	if (r < 0)
-		return log_error_errno(r, "Failed to attach the bus: %m");
-	r = sd_bus_request_name(bus, UPGRADE_BUS_NAME, 0);
-	if (r < 0)
-		return log_error_errno(r, "Failed to acquire the name %s: %m", UPGRADE_BUS_NAME);
-	(void)sd_notify(false, "READY=1");
-	manager_notify_status(&mgr);
-	log_info("Serving %s (state %s, backend %s).", UPGRADE_BUS_NAME, context_state(c),
-	         context_backend(c)->name);
+		return r;
 
 	r = job_start("recover", 0, recover_job_run, recover_job_done, &mgr, NULL);
 	if (r < 0)

@@ -508,30 +508,11 @@ static void loader_image_freep(struct loader_image **img) {
 		return (errno_value);       \
 	} while (0)
 
-int loader_image_build(const struct loader_options *o, struct loader_image **ret_image,
+/* Step 1 of loader_image_build(): the kernel, read and validated, and the initrd. */
+static int read_images(const struct loader_options *o, struct loader_image *img,
                        LoaderError *ret_error, BzImageError *ret_bzimage_error) {
-	_cleanup_(loader_image_freep) struct loader_image *img = NULL;
-	_cleanup_free_ struct mem_range *map = NULL;
-	_cleanup_free_ char *cmdline = NULL;
-	_cleanup_free_ struct placer *pl = NULL;
-	struct mem_range crash[8], ram[MEMMAP_MAX_RANGES];
-	size_t nr_map = 0, nr_crash = 0, nr_ram = 0, field_off = 0, cmdline_len;
-	LoaderError lerr = LOADER_OK;
-	struct purgatory_params *pp;
-	uint64_t kernel_memsz, addr;
 	BzImageError be;
-	uint8_t *zp;
 	int r;
-
-	if (!o || !ret_image || o->kernel_fd < 0)
-		return -EINVAL;
-	if (o->panic && o->mode != HANDOFF_MODE_VERIFIED)
-		FAIL(LOADER_ERR_PANIC_NOT_VERIFIED, -EINVAL);
-
-	img = calloc(1, sizeof(*img));
-	if (!img)
-		return -ENOMEM;
-	img->panic = o->panic;
 
 	/* 1. The kernel, validated; the initrd. */
 	r = read_fd_all(o->kernel_fd, BZIMAGE_MAX_SIZE, &img->kernel_file, &img->kernel_file_size);
@@ -553,12 +534,177 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 		if (r < 0)
 			FAIL(LOADER_ERR_READ, r);
 	}
+	return 0;
+}
+
+/* Steps 4 and 5 of loader_image_build(): the kernel and the initrd placed in RAM. */
+static int place_kernel_initrd(struct loader_image *img, struct placer *pl,
+                               LoaderError *ret_error) {
+	uint64_t kernel_memsz, addr;
+
+	/* 4. The kernel: pref_address when free, else the lowest aligned hole
+	 * (below 4 GiB first). It needs init_size bytes from its load address. */
+	kernel_memsz = align_up(MAX((uint64_t)img->bz.init_size, img->bz.kernel_size), PAGE_SIZE);
+	if (placer_fits(pl, img->bz.pref_address, kernel_memsz, LOW_MEMORY_END, UINT64_MAX))
+		addr = img->bz.pref_address;
+	else if (!placer_find(pl, kernel_memsz, img->bz.kernel_alignment, KERNEL_MIN_ADDR, FOUR_GIB,
+	                      false, &addr) &&
+	         !placer_find(pl, kernel_memsz, img->bz.kernel_alignment, LOW_MEMORY_END,
+	                      img->bz.can_load_above_4g ? UINT64_MAX : FOUR_GIB, false, &addr))
+		FAIL(LOADER_ERR_NO_ROOM_KERNEL, -ENOSPC);
+	img->segments[LOADER_SEG_KERNEL] = (struct loader_segment){
+		.buf = img->kernel_file + img->bz.kernel_offset,
+		.bufsz = img->bz.kernel_size,
+		.mem = addr,
+		.memsz = kernel_memsz,
+	};
+	placer_block(pl, addr, addr + kernel_memsz - 1);
+	img->entry = addr; /* until purgatory is placed */
+
+	/* 5. The initrd: as high as allowed, ending at or below initrd_addr_max. */
+	if (img->initrd_size > 0) {
+		uint64_t memsz = align_up(img->initrd_size, PAGE_SIZE);
+
+		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END,
+		                 (uint64_t)img->bz.initrd_addr_max + 1, true, &addr))
+			FAIL(LOADER_ERR_NO_ROOM_INITRD, -ENOSPC);
+		img->segments[LOADER_SEG_INITRD] = (struct loader_segment){
+			.buf = img->initrd, .bufsz = img->initrd_size, .mem = addr, .memsz = memsz
+		};
+		placer_block(pl, addr, addr + memsz - 1);
+	}
+	return 0;
+}
+
+/* Step 6 of loader_image_build(): boot_params (the zero page) with the e820 table of
+ * map and crash, followed by the command line, placed below 4 GiB. */
+static int build_params(const struct loader_options *o, struct loader_image *img, struct placer *pl,
+                        const struct mem_range *map, size_t nr_map, const struct mem_range *crash,
+                        size_t nr_crash, const char *cmdline, LoaderError *ret_error) {
+	size_t cmdline_len = strlen(cmdline);
+	uint64_t addr;
+	uint8_t *zp;
+
+	/* 6. boot_params (zero page) followed by the command line, below 4 GiB. */
+	img->params_seg_size = BOOT_PARAMS_SIZE + cmdline_len + 1;
+	img->params_seg = calloc(1, img->params_seg_size);
+	if (!img->params_seg)
+		return -ENOMEM;
+	{
+		uint64_t memsz = align_up(img->params_seg_size, PAGE_SIZE);
+
+		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END, FOUR_GIB, true, &addr))
+			FAIL(LOADER_ERR_NO_ROOM_PARAMS, -ENOSPC);
+		img->segments[LOADER_SEG_PARAMS] =
+		        (struct loader_segment){ .buf = img->params_seg,
+			                         .bufsz = img->params_seg_size,
+			                         .mem = addr,
+			                         .memsz = memsz };
+		placer_block(pl, addr, addr + memsz - 1);
+	}
+	zp = img->params_seg;
+	memcpy(zp + BP_SETUP_SECTS, img->kernel_file + BP_SETUP_SECTS,
+	       img->bz.header_end - BP_SETUP_SECTS);
+	put_u8(zp, BP_TYPE_OF_LOADER, TYPE_OF_LOADER_UNDEFINED);
+	put_u8(zp, BP_LOADFLAGS, LOADFLAG_LOADED_HIGH);
+	{
+		uint64_t cl = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE;
+		const struct loader_segment *rd = &img->segments[LOADER_SEG_INITRD];
+
+		put_u32(zp, BP_CMD_LINE_PTR, (uint32_t)cl);
+		put_u32(zp, BP_EXT_CMD_LINE_PTR, (uint32_t)(cl >> 32));
+		put_u32(zp, BP_RAMDISK_IMAGE, (uint32_t)rd->mem);
+		put_u32(zp, BP_EXT_RAMDISK_IMAGE, (uint32_t)(rd->mem >> 32));
+		put_u32(zp, BP_RAMDISK_SIZE, (uint32_t)rd->bufsz);
+		put_u32(zp, BP_EXT_RAMDISK_SIZE, (uint32_t)((uint64_t)rd->bufsz >> 32));
+	}
+	if (fill_e820(zp, map, nr_map, crash, nr_crash, o->panic) < 0)
+		FAIL(LOADER_ERR_TOO_MANY_E820, -E2BIG);
+	img->cmdline = (char *)zp + BOOT_PARAMS_SIZE;
+	memcpy(img->cmdline, cmdline, cmdline_len + 1);
+	return 0;
+}
+
+/* Steps 7 and 8 of loader_image_build(): purgatory placed, with its parameters and the
+ * digests of every other segment; field_off is where the stamps go in the command line. */
+static int build_purgatory(const struct loader_options *o, struct loader_image *img,
+                           struct placer *pl, size_t field_off, LoaderError *ret_error) {
+	struct purgatory_params *pp;
+	uint64_t addr;
+	int r;
+
+	/* 7. Purgatory with its parameters; entry is purgatory's first byte. */
+	img->purgatory_seg = calloc(1, align_up(purgatory_blob_size, PAGE_SIZE));
+	if (!img->purgatory_seg)
+		return -ENOMEM;
+	memcpy(img->purgatory_seg, purgatory_blob, purgatory_blob_size);
+	{
+		uint64_t memsz = align_up(purgatory_blob_size, PAGE_SIZE);
+
+		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END, FOUR_GIB, true, &addr))
+			FAIL(LOADER_ERR_NO_ROOM_PURGATORY, -ENOSPC);
+		img->segments[LOADER_SEG_PURGATORY] =
+		        (struct loader_segment){ .buf = img->purgatory_seg,
+			                         .bufsz = purgatory_blob_size,
+			                         .mem = addr,
+			                         .memsz = memsz };
+		placer_block(pl, addr, addr + memsz - 1);
+	}
+	img->entry = img->segments[LOADER_SEG_PURGATORY].mem;
+
+	pp = (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
+	*pp = (struct purgatory_params){
+		.magic = PURGATORY_ABI_MAGIC,
+		.abi_version = PURGATORY_ABI_VERSION,
+		.size = sizeof(*pp),
+		.entry_rip = img->segments[LOADER_SEG_KERNEL].mem + KERNEL_ENTRY64_OFFSET,
+		.entry_rsi = img->segments[LOADER_SEG_PARAMS].mem,
+		.mode = o->mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST
+		                                     : PURGATORY_MODE_VERIFIED,
+		.flags = o->panic ? PURGATORY_FLAG_PANIC : 0,
+		.stamps_addr = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE + field_off,
+		.stamps_len = PURGATORY_STAMPS_FIELD_LEN,
+		.console_port = o->console_port,
+	};
+
+	/* 8. Digests of every segment but purgatory (which carries them): the
+	 * file part in chunks; purgatory checks the rest to memsz for zeros. */
+	r = loader_params_set_digests(pp, img->segments, LOADER_SEG_PURGATORY);
+	if (r < 0)
+		return r;
+	return 0;
+}
+
+int loader_image_build(const struct loader_options *o, struct loader_image **ret_image,
+                       LoaderError *ret_error, BzImageError *ret_bzimage_error) {
+	_cleanup_(loader_image_freep) struct loader_image *img = NULL;
+	_cleanup_free_ struct mem_range *map = NULL;
+	_cleanup_free_ char *cmdline = NULL;
+	_cleanup_free_ struct placer *pl = NULL;
+	struct mem_range crash[8], ram[MEMMAP_MAX_RANGES];
+	size_t nr_map = 0, nr_crash = 0, nr_ram = 0, field_off = 0;
+	LoaderError lerr = LOADER_OK;
+	int r;
+
+	if (!o || !ret_image || o->kernel_fd < 0)
+		return -EINVAL;
+	if (o->panic && o->mode != HANDOFF_MODE_VERIFIED)
+		FAIL(LOADER_ERR_PANIC_NOT_VERIFIED, -EINVAL);
+
+	img = calloc(1, sizeof(*img));
+	if (!img)
+		return -ENOMEM;
+	img->panic = o->panic;
+
+	/* 1. The kernel, validated; the initrd. */
+	r = read_images(o, img, ret_error, ret_bzimage_error);
+	if (r < 0)
+		return r;
 
 	/* 2. The command line with the stamps placeholder. */
 	r = build_cmdline(o, &img->bz, &cmdline, &field_off, &lerr);
 	if (r < 0)
 		FAIL(lerr, r);
-	cmdline_len = strlen(cmdline);
 
 	/* 3. Where RAM is: the firmware map, or the crash reservation. */
 	r = memrange_read_memmap(o->root, o->memmap_dir, &map, &nr_map);
@@ -601,113 +747,16 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 		for (size_t i = 0; i < nr_crash; i++)
 			placer_block(pl, crash[i].start, crash[i].end);
 
-	/* 4. The kernel: pref_address when free, else the lowest aligned hole
-	 * (below 4 GiB first). It needs init_size bytes from its load address. */
-	kernel_memsz = align_up(MAX((uint64_t)img->bz.init_size, img->bz.kernel_size), PAGE_SIZE);
-	if (placer_fits(pl, img->bz.pref_address, kernel_memsz, LOW_MEMORY_END, UINT64_MAX))
-		addr = img->bz.pref_address;
-	else if (!placer_find(pl, kernel_memsz, img->bz.kernel_alignment, KERNEL_MIN_ADDR, FOUR_GIB,
-	                      false, &addr) &&
-	         !placer_find(pl, kernel_memsz, img->bz.kernel_alignment, LOW_MEMORY_END,
-	                      img->bz.can_load_above_4g ? UINT64_MAX : FOUR_GIB, false, &addr))
-		FAIL(LOADER_ERR_NO_ROOM_KERNEL, -ENOSPC);
-	img->segments[LOADER_SEG_KERNEL] = (struct loader_segment){
-		.buf = img->kernel_file + img->bz.kernel_offset,
-		.bufsz = img->bz.kernel_size,
-		.mem = addr,
-		.memsz = kernel_memsz,
-	};
-	placer_block(pl, addr, addr + kernel_memsz - 1);
-	img->entry = addr; /* until purgatory is placed */
-
-	/* 5. The initrd: as high as allowed, ending at or below initrd_addr_max. */
-	if (img->initrd_size > 0) {
-		uint64_t memsz = align_up(img->initrd_size, PAGE_SIZE);
-
-		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END,
-		                 (uint64_t)img->bz.initrd_addr_max + 1, true, &addr))
-			FAIL(LOADER_ERR_NO_ROOM_INITRD, -ENOSPC);
-		img->segments[LOADER_SEG_INITRD] = (struct loader_segment){
-			.buf = img->initrd, .bufsz = img->initrd_size, .mem = addr, .memsz = memsz
-		};
-		placer_block(pl, addr, addr + memsz - 1);
-	}
-
-	/* 6. boot_params (zero page) followed by the command line, below 4 GiB. */
-	img->params_seg_size = BOOT_PARAMS_SIZE + cmdline_len + 1;
-	img->params_seg = calloc(1, img->params_seg_size);
-	if (!img->params_seg)
-		return -ENOMEM;
-	{
-		uint64_t memsz = align_up(img->params_seg_size, PAGE_SIZE);
-
-		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END, FOUR_GIB, true, &addr))
-			FAIL(LOADER_ERR_NO_ROOM_PARAMS, -ENOSPC);
-		img->segments[LOADER_SEG_PARAMS] =
-		        (struct loader_segment){ .buf = img->params_seg,
-			                         .bufsz = img->params_seg_size,
-			                         .mem = addr,
-			                         .memsz = memsz };
-		placer_block(pl, addr, addr + memsz - 1);
-	}
-	zp = img->params_seg;
-	memcpy(zp + BP_SETUP_SECTS, img->kernel_file + BP_SETUP_SECTS,
-	       img->bz.header_end - BP_SETUP_SECTS);
-	put_u8(zp, BP_TYPE_OF_LOADER, TYPE_OF_LOADER_UNDEFINED);
-	put_u8(zp, BP_LOADFLAGS, LOADFLAG_LOADED_HIGH);
-	{
-		uint64_t cl = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE;
-		const struct loader_segment *rd = &img->segments[LOADER_SEG_INITRD];
-
-		put_u32(zp, BP_CMD_LINE_PTR, (uint32_t)cl);
-		put_u32(zp, BP_EXT_CMD_LINE_PTR, (uint32_t)(cl >> 32));
-		put_u32(zp, BP_RAMDISK_IMAGE, (uint32_t)rd->mem);
-		put_u32(zp, BP_EXT_RAMDISK_IMAGE, (uint32_t)(rd->mem >> 32));
-		put_u32(zp, BP_RAMDISK_SIZE, (uint32_t)rd->bufsz);
-		put_u32(zp, BP_EXT_RAMDISK_SIZE, (uint32_t)((uint64_t)rd->bufsz >> 32));
-	}
-	if (fill_e820(zp, map, nr_map, crash, nr_crash, o->panic) < 0)
-		FAIL(LOADER_ERR_TOO_MANY_E820, -E2BIG);
-	img->cmdline = (char *)zp + BOOT_PARAMS_SIZE;
-	memcpy(img->cmdline, cmdline, cmdline_len + 1);
-
-	/* 7. Purgatory with its parameters; entry is purgatory's first byte. */
-	img->purgatory_seg = calloc(1, align_up(purgatory_blob_size, PAGE_SIZE));
-	if (!img->purgatory_seg)
-		return -ENOMEM;
-	memcpy(img->purgatory_seg, purgatory_blob, purgatory_blob_size);
-	{
-		uint64_t memsz = align_up(purgatory_blob_size, PAGE_SIZE);
-
-		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END, FOUR_GIB, true, &addr))
-			FAIL(LOADER_ERR_NO_ROOM_PURGATORY, -ENOSPC);
-		img->segments[LOADER_SEG_PURGATORY] =
-		        (struct loader_segment){ .buf = img->purgatory_seg,
-			                         .bufsz = purgatory_blob_size,
-			                         .mem = addr,
-			                         .memsz = memsz };
-		placer_block(pl, addr, addr + memsz - 1);
-	}
-	img->entry = img->segments[LOADER_SEG_PURGATORY].mem;
-
-	pp = (struct purgatory_params *)(img->purgatory_seg + PURGATORY_PARAMS_OFFSET);
-	*pp = (struct purgatory_params){
-		.magic = PURGATORY_ABI_MAGIC,
-		.abi_version = PURGATORY_ABI_VERSION,
-		.size = sizeof(*pp),
-		.entry_rip = img->segments[LOADER_SEG_KERNEL].mem + KERNEL_ENTRY64_OFFSET,
-		.entry_rsi = img->segments[LOADER_SEG_PARAMS].mem,
-		.mode = o->mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST
-		                                     : PURGATORY_MODE_VERIFIED,
-		.flags = o->panic ? PURGATORY_FLAG_PANIC : 0,
-		.stamps_addr = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE + field_off,
-		.stamps_len = PURGATORY_STAMPS_FIELD_LEN,
-		.console_port = o->console_port,
-	};
-
-	/* 8. Digests of every segment but purgatory (which carries them): the
-	 * file part in chunks; purgatory checks the rest to memsz for zeros. */
-	r = loader_params_set_digests(pp, img->segments, LOADER_SEG_PURGATORY);
+	/* 4. and 5. The kernel and the initrd. */
+	r = place_kernel_initrd(img, pl, ret_error);
+	if (r < 0)
+		return r;
+	/* 6. boot_params and the command line. */
+	r = build_params(o, img, pl, map, nr_map, crash, nr_crash, cmdline, ret_error);
+	if (r < 0)
+		return r;
+	/* 7. and 8. Purgatory, its parameters and the digests. */
+	r = build_purgatory(o, img, pl, field_off, ret_error);
 	if (r < 0)
 		return r;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The VM steps wired into the state machine (daemon/vm/vm-steps.c), without a bus: the
+ * The VM steps wired into the state machine (daemon/vm/vm-steps*.c), without a bus: the
  * context with the real hooks against libvirt's test driver (test:///default,
  * one in-process host shared by every connection while one stays open). A
  * "crash" stops the running operation right after a record hit the disk; a new

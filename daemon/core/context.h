@@ -58,7 +58,7 @@ typedef struct ContextOps {
 	bool (*cancel_requested)(Context *c, Update *u, void *userdata);
 } ContextOps;
 
-/* The commit preconditions (daemon/vm/vm-steps.c: VM inventory, policy_decide_vm(),
+/* The commit preconditions (daemon/vm/vm-steps-check.c: VM inventory, policy_decide_vm(),
  * policy_check_commit()). Sets *ret_decisions (a JSON object, also on refusal) and
  * returns 1 when the commit may proceed, 0 when the policy refuses it (*ret_refusal:
  * the blocking reasons, one sentence), < 0 on error (*ret_refusal may say why). */

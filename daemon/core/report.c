@@ -81,9 +81,125 @@ static json_object *panic_path(const Update *u) {
 	return p;
 }
 
-int report_build(const Update *u, bool backend_test_only, json_object **ret) {
-	json_object *o, *k, *h, *a, *m;
+/* The report's host, backend and handoff sections. */
+static void add_host_backend_handoff(json_object *o, const Update *u, bool backend_test_only) {
 	char host[256] = "";
+	json_object *h;
+
+	(void)gethostname(host, sizeof(host) - 1);
+	json_object_object_add(o, "host", h = json_object_new_object());
+	add_str(h, "hostname", host[0] ? host : NULL);
+	/* On the panic path the handoff record is the crash kernel's. */
+	add_str(h, "old_boot_id", u->panic_boot_id ? boot_of(u, "commit-requested")
+	                                           : u->handoff_boot_id ?: boot_of(u, "commit-requested"));
+	add_str(h, "new_boot_id", boot_of(u, "booted"));
+
+	json_object_object_add(o, "backend", h = json_object_new_object());
+	add_str(h, "name", u->backend);
+	json_object_object_add(h, "test_only", json_object_new_boolean(backend_test_only));
+	add_str(h, "reason", u->backend_reason);
+
+	json_object_object_add(o, "handoff", h = json_object_new_object());
+	add_str(h, "mode", handoff_mode_to_string(u->handoff));
+	add_str(h, "reason", u->handoff_reason);
+	json_object_object_add(h, "reasons", reasons_array(u->handoff_reason));
+}
+
+/* The old and the new kernel, and the initrd (null without one). */
+static void add_kernels(json_object *o, const Update *u) {
+	json_object *k;
+
+	json_object_object_add(o, "old_kernel", k = json_object_new_object());
+	add_str(k, "version", u->old_kernel);
+
+	json_object_object_add(o, "new_kernel", k = json_object_new_object());
+	add_str(k, "version", u->kernel_version);
+	add_str(k, "version_source", u->kernel_version_source);
+	add_str(k, "path", u->kernel.path);
+	add_str(k, "sha256", u->kernel.sha256);
+	json_object_object_add(k, "size", json_object_new_uint64(u->kernel.size));
+
+	if (u->initrd.path) {
+		json_object_object_add(o, "initrd", k = json_object_new_object());
+		add_str(k, "path", u->initrd.path);
+		add_str(k, "sha256", u->initrd.sha256);
+		json_object_object_add(k, "size", json_object_new_uint64(u->initrd.size));
+	} else
+		json_object_object_add(o, "initrd", NULL);
+}
+
+/* The daemon's own timestamps. */
+static void add_stamps(json_object *o, const Update *u) {
+	json_object *a;
+
+	/* The daemon's own timestamps, per boot: monotonic and TSC values compare only
+	 * within one boot_id. The cross-kexec axis is "phases" (on "timebase"). */
+	json_object_object_add(o, "stamps", a = json_object_new_array());
+	for (size_t i = 0; i < u->n_stamps; i++) {
+		json_object *s = json_object_new_object();
+
+		add_str(s, "name", u->stamps[i].name);
+		json_object_object_add(s, "realtime_usec",
+		                       json_object_new_uint64(u->stamps[i].realtime_usec));
+		json_object_object_add(s, "monotonic_usec",
+		                       json_object_new_uint64(u->stamps[i].monotonic_usec));
+		if (u->stamps[i].tsc)
+			json_object_object_add(s, "tsc", json_object_new_uint64(u->stamps[i].tsc));
+		add_str(s, "boot_id", u->stamps[i].boot_id);
+		json_object_array_add(a, s);
+	}
+}
+
+/* The measured sections as the daemon leaves them without its measurement: "missing",
+ * purgatory's figures estimated. */
+static void add_unmeasured(json_object *o, const Update *u) {
+	json_object *h;
+
+	/* Measured sections: "missing" until the measurement fills them in. */
+	add_str(o, "phase_axis", "none");
+	json_object_object_add(o, "timebase", NULL);
+	json_object_object_add(o, "phases", json_object_new_array());
+	json_object_object_add(o, "probe", h = json_object_new_object());
+	json_object_object_add(h, "old", NULL);
+	json_object_object_add(h, "new", NULL);
+	json_object_object_add(o, "boot", NULL);
+
+	json_object_object_add(o, "purgatory", h = json_object_new_object());
+	add_str(h, "mode", handoff_mode_to_string(u->handoff));
+	add_str(h, "impl", streq_ptr(u->backend, "kexec_file") ? "kernel" : NULL);
+	/* What purgatory checks: the staged images (plus a few KiB of boot parameters);
+	 * nothing in fast mode. */
+	json_object_object_add(h, "bytes",
+	                       json_object_new_uint64(u->handoff == HANDOFF_MODE_FAST
+	                                                      ? 0
+	                                                      : u->kernel.size + u->initrd.size));
+	json_object_object_add(h, "bytes_estimated", json_object_new_boolean(true));
+	json_object_object_add(h, "verify_ns", NULL);
+	json_object_object_add(h, "verify_estimated", json_object_new_boolean(true));
+	add_str(h, "reason", "not measured");
+}
+
+/* The VM downtimes and the totals, none measured yet, and what is missing. */
+static void add_unmeasured_totals(json_object *o) {
+	json_object *h, *a, *m;
+
+	json_object_object_add(o, "vm_downtime", json_object_new_array());
+	json_object_object_add(o, "totals", h = json_object_new_object());
+	json_object_object_add(h, "host_blackout_ns", NULL);
+	json_object_object_add(h, "max_vm_downtime_ns", NULL);
+	json_object_object_add(h, "median_vm_downtime_ns", NULL);
+	json_object_object_add(h, "uncertainty_ns", NULL);
+	json_object_object_add(h, "timebase", NULL);
+	json_object_object_add(h, "estimated", json_object_new_boolean(true));
+
+	json_object_object_add(o, "missing", a = json_object_new_array());
+	json_object_array_add(a, m = json_object_new_object());
+	add_str(m, "figure", "measurement");
+	add_str(m, "reason", "the daemon ran without its measurement");
+}
+
+int report_build(const Update *u, bool backend_test_only, json_object **ret) {
+	json_object *o, *a;
 	const char *result;
 
 	switch (u->state) {
@@ -108,103 +224,23 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	if (u->error)
 		json_object_array_add(a, json_object_new_string(u->error));
 
-	(void)gethostname(host, sizeof(host) - 1);
-	json_object_object_add(o, "host", h = json_object_new_object());
-	add_str(h, "hostname", host[0] ? host : NULL);
-	/* On the panic path the handoff record is the crash kernel's. */
-	add_str(h, "old_boot_id", u->panic_boot_id ? boot_of(u, "commit-requested")
-	                                           : u->handoff_boot_id ?: boot_of(u, "commit-requested"));
-	add_str(h, "new_boot_id", boot_of(u, "booted"));
+	add_host_backend_handoff(o, u, backend_test_only);
 
-	json_object_object_add(o, "backend", h = json_object_new_object());
-	add_str(h, "name", u->backend);
-	json_object_object_add(h, "test_only", json_object_new_boolean(backend_test_only));
-	add_str(h, "reason", u->backend_reason);
-
-	json_object_object_add(o, "handoff", h = json_object_new_object());
-	add_str(h, "mode", handoff_mode_to_string(u->handoff));
-	add_str(h, "reason", u->handoff_reason);
-	json_object_object_add(h, "reasons", reasons_array(u->handoff_reason));
-
-	json_object_object_add(o, "old_kernel", k = json_object_new_object());
-	add_str(k, "version", u->old_kernel);
-
-	json_object_object_add(o, "new_kernel", k = json_object_new_object());
-	add_str(k, "version", u->kernel_version);
-	add_str(k, "version_source", u->kernel_version_source);
-	add_str(k, "path", u->kernel.path);
-	add_str(k, "sha256", u->kernel.sha256);
-	json_object_object_add(k, "size", json_object_new_uint64(u->kernel.size));
-
-	if (u->initrd.path) {
-		json_object_object_add(o, "initrd", k = json_object_new_object());
-		add_str(k, "path", u->initrd.path);
-		add_str(k, "sha256", u->initrd.sha256);
-		json_object_object_add(k, "size", json_object_new_uint64(u->initrd.size));
-	} else
-		json_object_object_add(o, "initrd", NULL);
+	add_kernels(o, u);
 	add_str(o, "cmdline", u->cmdline);
 	add_str(o, "booted_kernel", u->booted_kernel);
 	json_object_object_add(o, "panic_path", panic_path(u));
 
-	/* The daemon's own timestamps, per boot: monotonic and TSC values compare only
-	 * within one boot_id. The cross-kexec axis is "phases" (on "timebase"). */
-	json_object_object_add(o, "stamps", a = json_object_new_array());
-	for (size_t i = 0; i < u->n_stamps; i++) {
-		json_object *s = json_object_new_object();
+	add_stamps(o, u);
 
-		add_str(s, "name", u->stamps[i].name);
-		json_object_object_add(s, "realtime_usec",
-		                       json_object_new_uint64(u->stamps[i].realtime_usec));
-		json_object_object_add(s, "monotonic_usec",
-		                       json_object_new_uint64(u->stamps[i].monotonic_usec));
-		if (u->stamps[i].tsc)
-			json_object_object_add(s, "tsc", json_object_new_uint64(u->stamps[i].tsc));
-		add_str(s, "boot_id", u->stamps[i].boot_id);
-		json_object_array_add(a, s);
-	}
+	add_unmeasured(o, u);
 
-	/* Measured sections: "missing" until the measurement fills them in. */
-	add_str(o, "phase_axis", "none");
-	json_object_object_add(o, "timebase", NULL);
-	json_object_object_add(o, "phases", json_object_new_array());
-	json_object_object_add(o, "probe", h = json_object_new_object());
-	json_object_object_add(h, "old", NULL);
-	json_object_object_add(h, "new", NULL);
-	json_object_object_add(o, "boot", NULL);
-
-	json_object_object_add(o, "purgatory", h = json_object_new_object());
-	add_str(h, "mode", handoff_mode_to_string(u->handoff));
-	add_str(h, "impl", streq_ptr(u->backend, "kexec_file") ? "kernel" : NULL);
-	/* What purgatory checks: the staged images (plus a few KiB of boot parameters);
-	 * nothing in fast mode. */
-	json_object_object_add(h, "bytes",
-	                       json_object_new_uint64(u->handoff == HANDOFF_MODE_FAST
-	                                                      ? 0
-	                                                      : u->kernel.size + u->initrd.size));
-	json_object_object_add(h, "bytes_estimated", json_object_new_boolean(true));
-	json_object_object_add(h, "verify_ns", NULL);
-	json_object_object_add(h, "verify_estimated", json_object_new_boolean(true));
-	add_str(h, "reason", "not measured");
-
-	/* ---- VMs and the policy's decisions (daemon/vm/vm-steps.c) ---- */
+	/* ---- VMs and the policy's decisions (daemon/vm/vm-steps*.c) ---- */
 	json_object_object_add(o, "vms",
 	                       u->vms ? json_object_get(u->vms) : json_object_new_array());
 	json_object_object_add(o, "decisions", u->decisions ? json_object_get(u->decisions) : NULL);
 	/* ---- end of VMs ---- */
-	json_object_object_add(o, "vm_downtime", json_object_new_array());
-	json_object_object_add(o, "totals", h = json_object_new_object());
-	json_object_object_add(h, "host_blackout_ns", NULL);
-	json_object_object_add(h, "max_vm_downtime_ns", NULL);
-	json_object_object_add(h, "median_vm_downtime_ns", NULL);
-	json_object_object_add(h, "uncertainty_ns", NULL);
-	json_object_object_add(h, "timebase", NULL);
-	json_object_object_add(h, "estimated", json_object_new_boolean(true));
-
-	json_object_object_add(o, "missing", a = json_object_new_array());
-	json_object_array_add(a, m = json_object_new_object());
-	add_str(m, "figure", "measurement");
-	add_str(m, "reason", "the daemon ran without its measurement");
+	add_unmeasured_totals(o);
 
 	*ret = o;
 	return 0;

@@ -334,6 +334,62 @@ static int file_from_json(json_object *o, const char *k, bool required, UpdateFi
 	return 0;
 }
 
+/* The array at key in o: 1 with *ret set, 0 when there is none, -EBADMSG when it is not
+ * an array. */
+static int get_array(json_object *o, const char *key, json_object **ret) {
+	if (!json_object_object_get_ex(o, key, ret))
+		return 0;
+	if (!json_object_is_type(*ret, json_type_array))
+		return -EBADMSG;
+	return 1;
+}
+
+/* The record's "hooks_done" array a into u->hooks_done. */
+static int hooks_from_json(json_object *a, Update *u) {
+	int r;
+
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *k = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(k, json_type_string))
+			return -EBADMSG;
+		r = strv_extend(&u->hooks_done, json_object_get_string(k));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The record's "phases" array a into u->stamps. */
+static int stamps_from_json(json_object *a, Update *u) {
+	int r;
+
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		json_object *s = json_object_array_get_idx(a, i), *v;
+		_cleanup_free_ char *name = NULL, *boot = NULL;
+		UpdateStamp *st, *n;
+
+		if ((r = get_str(s, "name", true, &name)) < 0 ||
+		    (r = get_str(s, "boot_id", false, &boot)) < 0)
+			return r;
+		n = realloc(u->stamps, (u->n_stamps + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		u->stamps = n;
+		st = &u->stamps[u->n_stamps];
+		*st = (UpdateStamp){ .name = TAKE_PTR(name) };
+		u->n_stamps++;
+		if ((r = get_u64(s, "realtime_usec", &st->realtime_usec)) < 0 ||
+		    (r = get_u64(s, "monotonic_usec", &st->monotonic_usec)) < 0)
+			return r;
+		if (json_object_object_get_ex(s, "tsc", &v))
+			st->tsc = json_object_get_uint64(v);
+		if (boot && strlen(boot) < sizeof(st->boot_id))
+			strcpy(st->boot_id, boot);
+	}
+	return 0;
+}
+
 int update_from_json(json_object *o, Update **ret) {
 	_cleanup_(update_freep) Update *u = NULL;
 	_cleanup_free_ char *id = NULL, *state = NULL;
@@ -385,19 +441,11 @@ int update_from_json(json_object *o, Update **ret) {
 	u->reuse_cmdline = get_bool(o, "reuse_cmdline");
 	u->crash_image_loaded = get_bool(o, "crash_image_loaded");
 
-	if (json_object_object_get_ex(o, "hooks_done", &a)) {
-		if (!json_object_is_type(a, json_type_array))
-			return -EBADMSG;
-		for (size_t i = 0; i < json_object_array_length(a); i++) {
-			json_object *k = json_object_array_get_idx(a, i);
-
-			if (!json_object_is_type(k, json_type_string))
-				return -EBADMSG;
-			r = strv_extend(&u->hooks_done, json_object_get_string(k));
-			if (r < 0)
-				return r;
-		}
-	}
+	r = get_array(o, "hooks_done", &a);
+	if (r > 0)
+		r = hooks_from_json(a, u);
+	if (r < 0)
+		return r;
 
 	if (json_object_object_get_ex(o, "decisions", &a) && a) {
 		if (!json_object_is_type(a, json_type_object))
@@ -420,33 +468,11 @@ int update_from_json(json_object *o, Update **ret) {
 		u->measure = json_object_get(a);
 	}
 
-	if (json_object_object_get_ex(o, "phases", &a)) {
-		if (!json_object_is_type(a, json_type_array))
-			return -EBADMSG;
-		for (size_t i = 0; i < json_object_array_length(a); i++) {
-			json_object *s = json_object_array_get_idx(a, i), *v;
-			_cleanup_free_ char *name = NULL, *boot = NULL;
-			UpdateStamp *st, *n;
-
-			if ((r = get_str(s, "name", true, &name)) < 0 ||
-			    (r = get_str(s, "boot_id", false, &boot)) < 0)
-				return r;
-			n = realloc(u->stamps, (u->n_stamps + 1) * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			u->stamps = n;
-			st = &u->stamps[u->n_stamps];
-			*st = (UpdateStamp){ .name = TAKE_PTR(name) };
-			u->n_stamps++;
-			if ((r = get_u64(s, "realtime_usec", &st->realtime_usec)) < 0 ||
-			    (r = get_u64(s, "monotonic_usec", &st->monotonic_usec)) < 0)
-				return r;
-			if (json_object_object_get_ex(s, "tsc", &v))
-				st->tsc = json_object_get_uint64(v);
-			if (boot && strlen(boot) < sizeof(st->boot_id))
-				strcpy(st->boot_id, boot);
-		}
-	}
+	r = get_array(o, "phases", &a);
+	if (r > 0)
+		r = stamps_from_json(a, u);
+	if (r < 0)
+		return r;
 
 	*ret = TAKE_PTR(u);
 	return 0;

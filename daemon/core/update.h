@@ -90,7 +90,7 @@ typedef struct Update {
 	char *booted_kernel; /* running when the commit was resolved */
 	char *error;         /* why it failed */
 	char **hooks_done;   /* "<kind>:<name>" of finished hook steps */
-	/* Owned by the VM steps (daemon/vm/vm-steps.c), carried opaquely here so that the next
+	/* Owned by the VM steps (daemon/vm/vm-steps*.c), carried opaquely here so that the next
 	 * kernel's daemon and the report have them. NULL: none yet. */
 	json_object *decisions;   /* the policy's decisions at commit (docs/policy.md) */
 	json_object *kept_memory; /* daemon/pmem facts at stage, again at commit; NULL: none */

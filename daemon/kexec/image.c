@@ -98,14 +98,10 @@ static uint64_t timespec_usec(const struct timespec *ts) {
 	return (uint64_t)ts->tv_sec * 1000000 + (uint64_t)ts->tv_nsec / 1000;
 }
 
-int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
-               sd_bus_error *error) {
-	_cleanup_(image_file_done) ImageFile f = { .fd = -EBADF };
-	const char *what = kind == IMAGE_KERNEL ? "Kernel" : "Initrd";
-	struct stat st;
-	int r;
-
-	/* 1. Path rules: absolute, normalized, below an allowed directory. */
+/* Step 1 of image_open(): the path rules, absolute, normalized, below an allowed directory;
+ * what is "Kernel" or "Initrd" for the messages. */
+static int check_path(const ImageRules *rules, const char *path, const char *what,
+                      sd_bus_error *error) {
 	if (!path || !*path)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_PATH, "%s path is empty.",
 		                         what);
@@ -124,6 +120,52 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 		return sd_bus_error_setf(error, UPGRADE_ERROR_NOT_ALLOWED_PATH,
 		                         "%s path '%s' is outside the allowed directories.", what,
 		                         path);
+	return 0;
+}
+
+/* Step 4 of image_open() for a kernel: f->version and f->version_source from the open
+ * kernel fd at path. */
+static int kernel_version(int fd, const char *path, ImageFile *f, sd_bus_error *error) {
+	struct bzimage_info info;
+	BzImageError e = BZIMAGE_OK;
+	int r;
+
+	r = bzimage_parse_fd(fd, &info, &e);
+	if (r >= 0 && image_version_is_valid(info.release)) {
+		f->version = strdup(info.release);
+		if (!f->version)
+			return sd_bus_error_set_errno(error, ENOMEM);
+		f->version_source = "bzimage-header";
+	} else if (r >= 0 || e == BZIMAGE_ERR_BAD_VERSION_STRING) {
+		r = image_version_from_file_name(path, &f->version);
+		if (r < 0)
+			return sd_bus_error_setf(
+			        error, UPGRADE_ERROR_INVALID_IMAGE,
+			        "Cannot tell the version of kernel '%s': no usable version "
+			        "string in the header and the name is not "
+			        "vmlinuz-<version>.",
+			        path);
+		f->version_source = "file-name";
+	} else if (e != BZIMAGE_OK)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_IMAGE,
+		                         "Kernel '%s' is not a usable 64-bit x86 bzImage: %s.",
+		                         path, bzimage_error_to_string(e));
+	else
+		return sd_bus_error_set_errno(error, -r);
+	return 0;
+}
+
+int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
+               sd_bus_error *error) {
+	_cleanup_(image_file_done) ImageFile f = { .fd = -EBADF };
+	const char *what = kind == IMAGE_KERNEL ? "Kernel" : "Initrd";
+	struct stat st;
+	int r;
+
+	/* 1. Path rules: absolute, normalized, below an allowed directory. */
+	r = check_path(rules, path, what, error);
+	if (r < 0)
+		return r;
 
 	/* 2. Open without following any symlink, then judge what was opened. */
 	f.fd = open_no_symlinks(rules->root, path);
@@ -159,32 +201,9 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 	 * sizes); its version comes from the header's kernel_version string, else
 	 * (a header without one) from the file name "vmlinuz-<version>". */
 	if (kind == IMAGE_KERNEL) {
-		struct bzimage_info info;
-		BzImageError e = BZIMAGE_OK;
-
-		r = bzimage_parse_fd(f.fd, &info, &e);
-		if (r >= 0 && image_version_is_valid(info.release)) {
-			f.version = strdup(info.release);
-			if (!f.version)
-				return sd_bus_error_set_errno(error, ENOMEM);
-			f.version_source = "bzimage-header";
-		} else if (r >= 0 || e == BZIMAGE_ERR_BAD_VERSION_STRING) {
-			r = image_version_from_file_name(path, &f.version);
-			if (r < 0)
-				return sd_bus_error_setf(
-				        error, UPGRADE_ERROR_INVALID_IMAGE,
-				        "Cannot tell the version of kernel '%s': no usable version "
-				        "string in the header and the name is not "
-				        "vmlinuz-<version>.",
-				        path);
-			f.version_source = "file-name";
-		} else if (e != BZIMAGE_OK)
-			return sd_bus_error_setf(
-			        error, UPGRADE_ERROR_INVALID_IMAGE,
-			        "Kernel '%s' is not a usable 64-bit x86 bzImage: %s.", path,
-			        bzimage_error_to_string(e));
-		else
-			return sd_bus_error_set_errno(error, -r);
+		r = kernel_version(f.fd, path, &f, error);
+		if (r < 0)
+			return r;
 	}
 
 	/* 5. Record what was validated. */

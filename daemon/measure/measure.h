@@ -21,7 +21,7 @@
  *   measure_vm_tracking(m, name, qemu_pid);         the restored QEMU exists
  *   measure_window_start(m, name);                  right before virDomainResume
  *   measure_mark(m, name, PROBE_MARK_RESUME);       after it returned
- * daemon/vm/vm-steps.c makes them from the VM library's VmEvent callback (vm/vm.h), at the
+ * daemon/vm/vm-steps-measure.c makes them from the VM library's VmEvent callback (vm/vm.h), at the
  * moments themselves, on the VM library's worker threads for restores: these calls
  * (and measure_vm_outcome()) are thread-safe. The reboot request and the daemon
  * start are marked here, in the probe and as a line in the kernel log

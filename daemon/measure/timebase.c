@@ -138,6 +138,45 @@ static void compute_stamps(const TimebaseInput *in, Timebase *tb) {
 	tb->stamps_trusted = ordered && tb->kind == TIMEBASE_TSC;
 }
 
+/* Step 1 of timebase_compute(): whether the TSC can carry the axis; sets tb's TSC flags and,
+ * when the two readings give an interval, tb->tsc_gap_ns. */
+static bool tsc_usable(const TimebaseInput *in, Timebase *tb) {
+	const TimebaseSample *o = &in->old_reboot, *n = &in->new_start;
+	bool tsc_ok = true, wrapped = false;
+
+	if (!in->cpu.constant_tsc || !in->cpu.nonstop_tsc) {
+		tb->flags |= TIMEBASE_TSC_NOT_INVARIANT;
+		tsc_ok = false;
+	}
+	if (in->cpu.tsc_unstable) {
+		tb->flags |= TIMEBASE_TSC_UNSTABLE;
+		tsc_ok = false;
+	}
+	if (in->cpu.tsc_khz == 0) {
+		tb->flags |= TIMEBASE_TSC_NO_FREQUENCY;
+		tsc_ok = false;
+	}
+	if (o->tsc == 0 || n->tsc == 0) {
+		tb->flags |= TIMEBASE_TSC_MISSING;
+		tsc_ok = false;
+	}
+	if (in->cpu.tsc_khz != 0 && o->tsc != 0 && n->tsc != 0) {
+		int64_t gap;
+
+		if (tsc_interval_ns(o->tsc, n->tsc, in->cpu.tsc_khz, &gap, &wrapped) < 0 ||
+		    gap < (int64_t)MIN(n->monotonic_ns, (uint64_t)INT64_MAX)) {
+			/* backwards, or less time than the new kernel has been up */
+			tb->flags |= TIMEBASE_TSC_RESET;
+			tsc_ok = false;
+		} else {
+			tb->tsc_gap_ns = gap;
+			if (wrapped)
+				tb->flags |= TIMEBASE_TSC_WRAPPED;
+		}
+	}
+	return tsc_ok;
+}
+
 int timebase_compute(const TimebaseInput *in, Timebase *ret) {
 	const TimebaseSample *o = &in->old_reboot, *n = &in->new_start;
 	Timebase tb = {
@@ -145,7 +184,7 @@ int timebase_compute(const TimebaseInput *in, Timebase *ret) {
 		.tsc_gap_ns = INT64_MIN,
 	};
 	uint64_t rt_u, skew, ppm;
-	bool tsc_ok = true, wrapped = false;
+	bool tsc_ok;
 
 	if (!in || !ret || !sample_present(o) || !sample_present(n) || o->realtime_ns == 0 ||
 	    n->realtime_ns == 0)
@@ -172,36 +211,7 @@ int timebase_compute(const TimebaseInput *in, Timebase *ret) {
 	}
 
 	/* 1. Can the TSC carry the axis? */
-	if (!in->cpu.constant_tsc || !in->cpu.nonstop_tsc) {
-		tb.flags |= TIMEBASE_TSC_NOT_INVARIANT;
-		tsc_ok = false;
-	}
-	if (in->cpu.tsc_unstable) {
-		tb.flags |= TIMEBASE_TSC_UNSTABLE;
-		tsc_ok = false;
-	}
-	if (in->cpu.tsc_khz == 0) {
-		tb.flags |= TIMEBASE_TSC_NO_FREQUENCY;
-		tsc_ok = false;
-	}
-	if (o->tsc == 0 || n->tsc == 0) {
-		tb.flags |= TIMEBASE_TSC_MISSING;
-		tsc_ok = false;
-	}
-	if (in->cpu.tsc_khz != 0 && o->tsc != 0 && n->tsc != 0) {
-		int64_t gap;
-
-		if (tsc_interval_ns(o->tsc, n->tsc, in->cpu.tsc_khz, &gap, &wrapped) < 0 ||
-		    gap < (int64_t)MIN(n->monotonic_ns, (uint64_t)INT64_MAX)) {
-			/* backwards, or less time than the new kernel has been up */
-			tb.flags |= TIMEBASE_TSC_RESET;
-			tsc_ok = false;
-		} else {
-			tb.tsc_gap_ns = gap;
-			if (wrapped)
-				tb.flags |= TIMEBASE_TSC_WRAPPED;
-		}
-	}
+	tsc_ok = tsc_usable(in, &tb);
 
 	/* 2. TSC timebase: error grows with the interval times the frequency error. */
 	if (tsc_ok) {

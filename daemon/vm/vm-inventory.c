@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * VM inventory, per-VM records and their JSON form. The orchestration (checkpoint, rollback,
- * restore) lives in vm-orchestrate.c.
+ * VM inventory, per-VM records and their JSON form. The orchestration lives in vm-checkpoint.c,
+ * vm-rollback.c and vm-restore.c, on the worker threads of vm-orchestrate.c.
  */
 
 #include <errno.h>
