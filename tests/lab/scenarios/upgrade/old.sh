@@ -18,6 +18,25 @@ for vm in $(lab_counter_vms); do
         lab_marker counter-before "$vm" "$(lab_counter "$vm")"
 done
 
+# On the new kernel, `upgradectl watch` attaches to the update as soon as upgraded has its
+# bus name (Type=notify: READY=1 comes before the restores): a unit of the next boot,
+# ordered right after upgraded.service; new.sh keeps what it printed.
+cat >/etc/systemd/system/lab-watch.service <<UNIT
+[Unit]
+Description=upgraded lab: upgradectl watch on the new kernel
+After=upgraded.service
+Wants=upgraded.service
+ConditionKernelCommandLine=!upgraded.panic=1
+
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c 'upgradectl watch --wait-timeout=900 >$LAB_STATE/watch-new.txt 2>&1; echo "exit=\$?" >>$LAB_STATE/watch-new.txt'
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl enable -q lab-watch.service
+
 upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
         --reuse-cmdline >"$LAB_RESULTS/stage.txt" 2>&1
 upgradectl status >"$LAB_RESULTS/status-staged.txt" 2>&1 || true
