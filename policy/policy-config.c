@@ -82,6 +82,7 @@ int policy_new_default(Policy **ret) {
 	p->pause_timeout_usec = DEFAULT_PAUSE_TIMEOUT * 1000000ULL;
 	p->save_parallel = DEFAULT_SAVE_PARALLEL;
 	p->keep_ram_digest = POLICY_KEEP_RAM_DIGEST_MARK;
+	p->keep_ram_fallback = true;
 	*ret = TAKE_PTR(p);
 	return 0;
 }

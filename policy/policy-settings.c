@@ -38,6 +38,7 @@ typedef enum SettingKind {
 	SETTING_PAUSE_SECONDS,
 	SETTING_PARALLEL,
 	SETTING_KEEP_RAM_DIGEST,
+	SETTING_KEEP_RAM_FALLBACK, /* checkpoint, or none */
 	SETTING_GLOB_LIST,
 	SETTING_METADATA,
 	SETTING_SIZE_OR_NONE,
@@ -65,6 +66,7 @@ static const Setting settings[] = {
 	{ "VM", "PauseTimeoutSec", SETTING_PAUSE_SECONDS, false },
 	{ "VM", "SaveParallel", SETTING_PARALLEL, false },
 	{ "VM", "KeepRamDigest", SETTING_KEEP_RAM_DIGEST, false },
+	{ "VM", "KeepRamFallback", SETTING_KEEP_RAM_FALLBACK, false },
 	{ "VM", "MemoryBackingDir", SETTING_BACKING_DIR, false },
 	{ "Metrics", "TextfileDirectory", SETTING_PATH, false },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
@@ -406,6 +408,12 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 			                     s->key, value);
 		p->keep_ram_digest = (PolicyKeepRamDigest)r;
 		return 1;
+	case SETTING_KEEP_RAM_FALLBACK:
+		if (!streq(value, "checkpoint") && !streq(value, "none"))
+			return context_error(c, "%s=: '%s' is not one of checkpoint, none", s->key,
+			                     value);
+		p->keep_ram_fallback = streq(value, "checkpoint");
+		return 1;
 	case SETTING_GLOB_LIST:
 	case SETTING_METADATA:
 	case SETTING_SIZE_OR_NONE:
@@ -465,6 +473,9 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		break;
 	case SETTING_KEEP_RAM_DIGEST:
 		p->keep_ram_digest = POLICY_KEEP_RAM_DIGEST_MARK;
+		break;
+	case SETTING_KEEP_RAM_FALLBACK:
+		p->keep_ram_fallback = true;
 		break;
 	case SETTING_GLOB_LIST:
 		strv_free(rule->name_globs);

@@ -757,6 +757,8 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	    json_add(vm, "keep_ram_digest",
 	             json_object_new_string(policy_keep_ram_digest_to_string(p->keep_ram_digest))) <
 	            0 ||
+	    json_add(vm, "keep_ram_fallback",
+	             json_object_new_string(p->keep_ram_fallback ? "checkpoint" : "none")) < 0 ||
 	    (p->memory_backing_dir &&
 	     json_add(vm, "memory_backing_dir", json_object_new_string(p->memory_backing_dir)) <
 	             0) ||

@@ -138,6 +138,7 @@ typedef struct Policy {
 	uint64_t pause_timeout_usec; /* a VM's pause failing after it: commit rolled back */
 	unsigned save_parallel;
 	PolicyKeepRamDigest keep_ram_digest;
+	bool keep_ram_fallback;   /* a VM that cannot keep its RAM is checkpointed instead */
 	char *memory_backing_dir; /* NULL: libvirt's qemu.conf memory_backing_dir */
 
 	/* [Metrics] */

@@ -759,7 +759,8 @@ static void test_policy_json(void **state) {
 	        "qemu/save\","
 	        "\"free_space_margin\":\"1073741824\"},"
 	        "\"vm\":{\"default_strategy\":\"checkpoint\",\"shutdown_timeout_sec\":120,"
-	        "\"pause_timeout_sec\":10,\"save_parallel\":2,\"keep_ram_digest\":\"mark\"},"
+	        "\"pause_timeout_sec\":10,\"save_parallel\":2,\"keep_ram_digest\":\"mark\","
+	        "\"keep_ram_fallback\":\"checkpoint\"},"
 	        "\"metrics\":{\"textfile_directory\":\"/var/lib/prometheus/node-exporter\"},"
 	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
 	        "\"strategy\":\"keep-ram\",\"memory_above\":null,\"memory_below\":null}]}");
@@ -768,6 +769,18 @@ static void test_policy_json(void **state) {
 	assert_non_null(strstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
 	                       "\"maintenance_window\":\"\",\"max_vms\":\"infinity\""));
 	json_object_put(j);
+	{
+		_cleanup_(policy_freep) Policy *n = policy_from("[VM]\nKeepRamFallback=none\n");
+		_cleanup_(policy_freep) Policy *b = policy_from("[VM]\nKeepRamFallback=\n");
+
+		assert_false(n->keep_ram_fallback);
+		assert_true(b->keep_ram_fallback); /* empty: back to the default */
+		assert_true(d->keep_ram_fallback);
+		assert_int_equal(policy_to_json(n, &j), 0);
+		assert_non_null(strstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+		                       "\"keep_ram_fallback\":\"none\""));
+		json_object_put(j);
+	}
 }
 
 static void test_path_allowed(void **state) {

@@ -10,7 +10,7 @@
  * the domain starts from its managed save, with the new id; an extra monitor in the saved XML
  * lets the hook's helper turn x-ignore-shared on in the restoring QEMU.
  *
- * Called by vm-orchestrate.c on its worker threads:
+ * Called on vm-orchestrate.c's worker threads (vm-checkpoint.c, vm-rollback.c, vm-restore.c):
  *   commit   keep_ram_blocker()      why the VM cannot keep its RAM (-> checkpoint fallback)
  *            keep_ram_before_save()  link + generation mark + manifest entry + capability on
  *            keep_ram_after_save()   extra monitor into the saved XML, digest, entry again

@@ -267,10 +267,11 @@ int vms_hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_reason
 	plan.n_entries = k;
 	/* keep-ram: our paths under --root, the update id in each generation mark; libvirt's
 	 * memory_backing_dir from its qemu.conf; a VM that cannot keep its RAM is checkpointed
-	 * (the reason goes into its record). */
+	 * (the reason goes into its record) unless [VM] KeepRamFallback=none. */
 	KeepRamConfig keep_ram = { .root = context_root(c),
 		                   .update_id = u->id,
-		                   .fallback_checkpoint = true };
+		                   .fallback_checkpoint = !context_policy(c) ||
+		                                          context_policy(c)->keep_ram_fallback };
 	if (context_policy(c))
 		keep_ram.digest = keep_ram_digest_mode_from_string(
 		        policy_keep_ram_digest_to_string(context_policy(c)->keep_ram_digest));
