@@ -35,11 +35,34 @@ const char *arg_initrd = NULL;
 const char *arg_cmdline = NULL;
 char **arg_properties = NULL;
 
+/* The verb options given (-h, -H, --no-ask-password and --version go with every verb): a verb
+ * refuses one it does not take, rather than ignore it (`commit --json` without --dry-run
+ * would commit). */
+enum {
+	OPT_JSON = 1u << 0,
+	OPT_WAIT = 1u << 1,
+	OPT_VALUE = 1u << 2,
+	OPT_PROPERTY = 1u << 3,
+	OPT_INITRD = 1u << 4,
+	OPT_CMDLINE = 1u << 5,
+	OPT_REUSE_CMDLINE = 1u << 6,
+	OPT_DRY_RUN = 1u << 7,
+	OPT_WAIT_TIMEOUT = 1u << 8,
+	OPT_HTML = 1u << 9,
+	OPT_OUTPUT = 1u << 10,
+};
+static const char *const option_names[] = {
+	"--json",          "--wait",    "--value",        "--property", "--initrd", "--cmdline",
+	"--reuse-cmdline", "--dry-run", "--wait-timeout", "--html",     "--output",
+};
+static unsigned arg_given = 0;
+
 typedef struct Verb {
 	const char *name;
 	unsigned min_args, max_args;
 	int (*run)(sd_bus *bus, char **args, unsigned n);
 	const char *help;
+	unsigned options; /* OPT_* it takes */
 } Verb;
 
 /* ---- internal functions ---- */
@@ -85,6 +108,14 @@ static int exit_code_for_error(const sd_bus_error *e) {
 int cli_fail_bus(const char *what, const sd_bus_error *e, int r) {
 	if (sd_bus_error_is_set(e)) {
 		fprintf(stderr, "%s: %s (%s)\n", what, e->message ?: "", e->name);
+		/* The bus's own text ("... not provided by any .service files") says no more. */
+		if (sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN,
+		                           SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+			fprintf(stderr,
+			        "upgraded is not running%s%s, or not installed there: see "
+			        "`systemctl status upgraded.service`%s.\n",
+			        arg_host ? " on " : "", strempty(arg_host),
+			        arg_host ? " on that host" : "");
 		return exit_code_for_error(e);
 	}
 	fprintf(stderr, "%s: %s\n", what, strerror(-r));
@@ -152,10 +183,12 @@ static const Verb verbs[] = {
 	  "                       bytes, no upgraded.* parameters)\n"
 	  "    --reuse-cmdline    Use the running kernel's command line (/proc/cmdline)\n"
 	  "                       without BOOT_IMAGE= and upgraded.* parameters\n"
-	  "    --wait             Print the update's phase when staging is "
-	  "done\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n"
+	  "    --wait             Print the update's phase when staging is done\n"
+	  "    --wait-timeout=SEC Stop waiting after SEC seconds (default 600, 0: no "
+	  "limit)\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n"
 	  "    upgradectl stage /boot/vmlinuz-6.1.0-57-cloud-amd64 \\\n"
-	  "        --initrd=/boot/initrd.img-6.1.0-57-cloud-amd64 --reuse-cmdline\n" },
+	  "        --initrd=/boot/initrd.img-6.1.0-57-cloud-amd64 --reuse-cmdline\n",
+	  OPT_INITRD | OPT_CMDLINE | OPT_REUSE_CMDLINE | OPT_WAIT | OPT_WAIT_TIMEOUT },
 	{ "commit", 0, 1, verb_commit,
 	  "NAME\n    upgradectl commit - hand the machine over to the staged kernel\n\n"
 	  "SYNOPSIS\n    upgradectl commit [ID] [--wait [--wait-timeout=SEC] | --dry-run "
@@ -177,7 +210,8 @@ static const Verb verbs[] = {
 	  "                       strategy and the preconditions, with the policy's reasons\n"
 	  "                       (exit 9 when the commit would be refused)\n"
 	  "    --json             With --dry-run: print the decisions as JSON\n" COMMON_OPTIONS_TEXT
-	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl commit --wait\n" },
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl commit --wait\n",
+	  OPT_WAIT | OPT_WAIT_TIMEOUT | OPT_DRY_RUN | OPT_JSON },
 	{ "watch", 0, 1, verb_watch,
 	  "NAME\n    upgradectl watch - follow an update in flight\n\n"
 	  "SYNOPSIS\n    upgradectl watch [ID] [--wait-timeout=SEC]\n\n"
@@ -190,8 +224,8 @@ static const Verb verbs[] = {
 	  "    or cancelled), or after --wait-timeout= (10).\n\n"
 	  "OPTIONS\n"
 	  "    --wait-timeout=SEC Stop after SEC seconds (default 600, 0: no "
-	  "limit)\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
-	  "\nEXAMPLES\n    upgradectl watch\n" },
+	  "limit)\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl watch\n",
+	  OPT_WAIT_TIMEOUT },
 	{ "restore-vm", 1, 1, verb_restore_vm,
 	  "NAME\n    upgradectl restore-vm - restore one VM from its kept saved state\n\n"
 	  "SYNOPSIS\n    upgradectl restore-vm NAME\n\n"
@@ -204,7 +238,8 @@ static const Verb verbs[] = {
 	  "    update commits or completes (BadState, exit 6: past the point of no return\n"
 	  "    the image belongs to the new kernel and is kept).\n\n"
 	  "OPTIONS\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
-	  "\nEXAMPLES\n    upgradectl restore-vm web-1\n" },
+	  "\nEXAMPLES\n    upgradectl restore-vm web-1\n",
+	  0 },
 	{ "cancel", 0, 1, verb_cancel,
 	  "NAME\n    upgradectl cancel - drop a staged update\n\n"
 	  "SYNOPSIS\n    upgradectl cancel [ID]\n\n"
@@ -215,7 +250,8 @@ static const Verb verbs[] = {
 	  "    ends \"cancelled\" (watch it to see when). From the handoff record on it is\n"
 	  "    refused (BadState, exit 6).\n\n"
 	  "OPTIONS\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
-	  "\nEXAMPLES\n    upgradectl cancel\n" },
+	  "\nEXAMPLES\n    upgradectl cancel\n",
+	  0 },
 	{ "status", 0, 0, verb_status,
 	  "NAME\n    upgradectl status - show the service state and the known updates\n\n"
 	  "SYNOPSIS\n    upgradectl status [--json]\n\n"
@@ -224,14 +260,16 @@ static const Verb verbs[] = {
 	  "    why it is unusable, if it is), the last report, and a table of updates.\n\n"
 	  "OPTIONS\n"
 	  "    --json             Print Describe() unchanged\n" COMMON_OPTIONS_TEXT
-	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl status\n" },
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl status\n",
+	  OPT_JSON },
 	{ "list", 0, 0, verb_list,
 	  "NAME\n    upgradectl list - list updates\n\n"
 	  "SYNOPSIS\n    upgradectl list [--json]\n\n"
 	  "DESCRIPTION\n    Lists every update known to upgraded: id, state, object path.\n\n"
 	  "OPTIONS\n"
 	  "    --json             Print a JSON array\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
-	  "\nEXAMPLES\n    upgradectl list\n" },
+	  "\nEXAMPLES\n    upgradectl list\n",
+	  OPT_JSON },
 	{ "report", 0, 1, verb_report,
 	  "NAME\n    upgradectl report - show the report of a finished update\n\n"
 	  "SYNOPSIS\n    upgradectl report [ID] [--json | --html [-o FILE]]\n\n"
@@ -250,7 +288,8 @@ static const Verb verbs[] = {
 	  "                       access): the phases, purgatory, boot gaps, a bar per VM\n"
 	  "    -o, --output=FILE  Write the page to FILE instead of stdout\n" COMMON_OPTIONS_TEXT
 	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n"
-	  "    upgradectl -H root@host1 report --html -o host1.html\n" },
+	  "    upgradectl -H root@host1 report --html -o host1.html\n",
+	  OPT_JSON | OPT_HTML | OPT_OUTPUT },
 	{ "show", 0, 1, verb_show,
 	  "NAME\n    upgradectl show - print bus properties\n\n"
 	  "SYNOPSIS\n    upgradectl show [ID] [-p NAME]... [--value]\n\n"
@@ -259,7 +298,8 @@ static const Verb verbs[] = {
 	  "OPTIONS\n"
 	  "    -p, --property=NAME  Only this property (repeatable)\n"
 	  "    --value              Print values only\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
-	  "\nEXAMPLES\n    upgradectl show -p State --value\n" },
+	  "\nEXAMPLES\n    upgradectl show -p State --value\n",
+	  OPT_PROPERTY | OPT_VALUE },
 	{ "describe", 0, 0, verb_describe,
 	  "NAME\n    upgradectl describe - the complete service state as JSON\n\n"
 	  "SYNOPSIS\n    upgradectl describe [--json]\n\n"
@@ -268,18 +308,20 @@ static const Verb verbs[] = {
 	  "    update record. Pretty-printed, or unchanged with --json.\n\n"
 	  "OPTIONS\n"
 	  "    --json             Print Describe() unchanged\n" COMMON_OPTIONS_TEXT
-	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl describe --json\n" },
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl describe --json\n",
+	  OPT_JSON },
 };
 
 static void help(void) {
 	printf("NAME\n    upgradectl - control live kernel updates (upgraded)\n\n"
-	       "SYNOPSIS\n    upgradectl [OPTIONS...] VERB [ARGS...]\n\n"
-	       "VERBS\n"
+	       "SYNOPSIS\n    upgradectl [OPTIONS...] [VERB [ARGS...]]\n\n"
+	       "VERBS (without one: status)\n"
 	       "    stage KERNEL       Validate and preload a kernel\n"
 	       "    commit [ID]        Hand over to the staged kernel (kexec)\n"
 	       "    cancel [ID]        Drop the staged update, or stop a commit before the\n"
 	       "                       point of no return\n"
 	       "    watch [ID]         Follow an update in flight\n"
+	       "    restore-vm NAME    Restore one VM from its kept saved state\n"
 	       "    status             Service state and updates\n"
 	       "    list               List updates\n"
 	       "    report [ID]        Report of a finished update\n"
@@ -287,7 +329,8 @@ static void help(void) {
 	       "    describe           Complete state as JSON\n\n"
 	       "    `upgradectl VERB --help` describes each verb.\n\n"
 	       "OPTIONS\n"
-	       "    --json             JSON output (status, list, report, describe)\n"
+	       "    --json             JSON output (status, list, report, describe, commit\n"
+	       "                       --dry-run)\n"
 	       "    --wait             Follow progress (stage, commit)\n"
 	       "    --wait-timeout=SEC Limit of --wait and watch (default 600, 0: none; exit 10)\n"
 	       "    --version          Show the version\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
@@ -295,6 +338,47 @@ static void help(void) {
 	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus; not\n"
 	       "                             with -H, which runs `ssh -xT [-p PORT] [USER@]HOST\n"
 	       "                             systemd-stdio-bridge` like systemctl -H)\n");
+}
+
+/* The options the verb does not take, and the combinations it refuses: the exit code, or
+ * EXIT_OK. */
+static int check_verb_options(const Verb *verb) {
+	unsigned extra = arg_given & ~verb->options;
+
+	for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
+		if (extra & (1u << i)) {
+			fprintf(stderr, "'%s' does not take %s; see upgradectl %s --help.\n",
+			        verb->name, option_names[i], verb->name);
+			return EXIT_USAGE;
+		}
+	if (streq(verb->name, "commit") && arg_json && !arg_dry_run) {
+		fprintf(stderr, "commit --json prints the dry run's decisions: it needs --dry-run "
+		                "(a commit without it would hand the host over).\n");
+		return EXIT_USAGE;
+	}
+	if (streq(verb->name, "commit") && arg_dry_run &&
+	    (arg_given & (OPT_WAIT | OPT_WAIT_TIMEOUT))) {
+		fprintf(stderr,
+		        "commit --dry-run changes nothing: there is nothing to --wait for.\n");
+		return EXIT_USAGE;
+	}
+	if ((arg_given & OPT_WAIT_TIMEOUT) && !arg_wait && !streq(verb->name, "watch") &&
+	    !arg_dry_run) {
+		fprintf(stderr, "--wait-timeout= limits --wait (or watch): add --wait.\n");
+		return EXIT_USAGE;
+	}
+	if (arg_output && !arg_html) {
+		fprintf(stderr, "-o/--output= writes the page of report --html only.\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static const Verb *find_verb(const char *name) {
+	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+		if (streq(verbs[i].name, name))
+			return &verbs[i];
+	return NULL;
 }
 
 /* Parses the options into arg_*; returns PARSE_GO_ON, or the exit code to return at once
@@ -343,33 +427,41 @@ static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 			break;
 		case ARG_HTML:
 			arg_html = true;
+			arg_given |= OPT_HTML;
 			break;
 		case 'o':
 			arg_output = optarg;
+			arg_given |= OPT_OUTPUT;
 			break;
 		case ARG_VERSION:
 			printf("upgradectl %s\n", PACKAGE_VERSION);
 			return EXIT_OK;
 		case ARG_JSON:
 			arg_json = true;
+			arg_given |= OPT_JSON;
 			break;
 		case ARG_NO_ASK_PASSWORD:
 			arg_ask_password = false;
 			break;
 		case ARG_WAIT:
 			arg_wait = true;
+			arg_given |= OPT_WAIT;
 			break;
 		case ARG_VALUE:
 			arg_value = true;
+			arg_given |= OPT_VALUE;
 			break;
 		case 'p':
+			arg_given |= OPT_PROPERTY;
 			if (strv_extend(&arg_properties, optarg) < 0)
 				return EXIT_FAILED;
 			break;
 		case ARG_DRY_RUN:
 			arg_dry_run = true;
+			arg_given |= OPT_DRY_RUN;
 			break;
 		case ARG_WAIT_TIMEOUT: {
+			arg_given |= OPT_WAIT_TIMEOUT;
 			unsigned long long sec;
 
 			if (safe_atou64(optarg, &sec) < 0 || sec > 7 * 24 * 3600) {
@@ -384,12 +476,15 @@ static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 		}
 		case ARG_INITRD:
 			arg_initrd = optarg;
+			arg_given |= OPT_INITRD;
 			break;
 		case ARG_CMDLINE:
 			arg_cmdline = optarg;
+			arg_given |= OPT_CMDLINE;
 			break;
 		case ARG_REUSE_CMDLINE:
 			arg_reuse_cmdline = true;
+			arg_given |= OPT_REUSE_CMDLINE;
 			break;
 		default:
 			return EXIT_USAGE;
@@ -410,32 +505,27 @@ int main(int argc, char *argv[]) {
 	if (r != PARSE_GO_ON)
 		return r;
 
-	if (optind < argc) {
-		for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-			if (streq(verbs[i].name, argv[optind]))
-				verb = &verbs[i];
-		if (!verb) {
-			fprintf(stderr, "Unknown verb '%s'; see upgradectl --help.\n",
-			        argv[optind]);
-			ret = EXIT_USAGE;
-			goto out;
-		}
-	}
-	if (arg_output && !arg_html) {
-		fprintf(stderr, "-o/--output= writes the page of report --html only.\n");
-		ret = EXIT_USAGE;
-		goto out;
-	}
-	if (want_help || !verb) {
+	if (want_help) {
+		verb = optind < argc ? find_verb(argv[optind]) : NULL;
 		if (verb)
 			fputs(verb->help, stdout);
 		else
 			help();
-		ret = want_help ? EXIT_OK : EXIT_USAGE;
+		ret = EXIT_OK;
 		goto out;
 	}
+	/* No verb: the service's status, as systemctl and its siblings do. */
+	verb = find_verb(optind < argc ? argv[optind] : "status");
+	if (!verb) {
+		fprintf(stderr, "Unknown verb '%s'; see upgradectl --help.\n", argv[optind]);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	ret = check_verb_options(verb);
+	if (ret != EXIT_OK)
+		goto out;
 
-	n = (unsigned)(argc - optind - 1);
+	n = optind < argc ? (unsigned)(argc - optind - 1) : 0;
 	if (n < verb->min_args || n > verb->max_args) {
 		fprintf(stderr, "'%s' takes %u to %u argument(s); see upgradectl %s --help.\n",
 		        verb->name, verb->min_args, verb->max_args, verb->name);
@@ -449,7 +539,7 @@ int main(int argc, char *argv[]) {
 		goto out;
 	}
 	(void)sd_bus_set_allow_interactive_authorization(bus, arg_ask_password);
-	ret = verb->run(bus, argv + optind + 1, n);
+	ret = verb->run(bus, optind < argc ? argv + optind + 1 : argv + argc, n);
 out:
 	strv_free(arg_properties);
 	return ret;

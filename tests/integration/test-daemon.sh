@@ -150,11 +150,18 @@ expect_fail "test backend refused without --root" 1 "need --root" "$UPGRADED" --
 for r in // /./ /tmp/.. /proc/self/root; do
         expect_fail "test backend refused with --root=$r (the real root)" 1 "need --root" "$UPGRADED" --root="$r" --backend=record
 done
-for verb in stage commit cancel status list report show describe; do
+for verb in stage commit cancel watch restore-vm status list report show describe; do
         check "upgradectl $verb --help is a man page" bash -c \
                 "out=\$('$CTL' $verb --help) && for s in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS' EXAMPLES; do grep -q \"^\$s\" <<<\"\$out\" || exit 1; done"
 done
 expect_fail "unknown verb is a usage error" 2 "Unknown verb" "$CTL" frobnicate
+check "--help lists every verb, restore-vm too" bash -c "'$CTL' --help | grep -qE '^    restore-vm NAME '"
+# A verb refuses what it does not take (issue: `commit --json` alone committed).
+expect_fail "list --wait is a usage error" 2 "'list' does not take --wait" "$CTL" list --wait
+expect_fail "show --json is a usage error" 2 "'show' does not take --json" "$CTL" show --json
+expect_fail "status --dry-run is a usage error" 2 "'status' does not take --dry-run" "$CTL" status --dry-run
+expect_fail "commit --json without --dry-run is a usage error" 2 "needs --dry-run" "$CTL" commit --json
+expect_fail "--wait-timeout without --wait is a usage error" 2 "add --wait" "$CTL" commit --wait-timeout=5
 
 # ---- configuration (policy library) ----
 check "--check-config with no configuration is fine" "$UPGRADED" --root="$ROOT" --check-config
@@ -165,6 +172,8 @@ expect_fail "the daemon refuses to start on a broken configuration" 1 "upgraded.
 rm "$ROOT/etc/upgraded/upgraded.conf"
 
 expect_fail "no daemon on the bus -> exit 8" 8 "org.upgraded.Upgrade1" "$CTL" status
+expect_fail "no daemon: a hint what to look at" 8 "systemctl status upgraded.service" "$CTL" status
+expect_fail "no verb is status (no daemon -> exit 8)" 8 "org.upgraded.Upgrade1" "$CTL"
 
 # ---- default backend on a kernel without kexec: named error, nothing changes ----
 # The default selection: kexec_load (our loader) first; the root has no
@@ -284,6 +293,9 @@ check "dry run names the handoff, the VM and its strategy" bash -c "grep -q '^Ha
 "$CTL" commit --dry-run --json >"$T/dry.json"
 check "dry run --json is PlanCommit's JSON" bash -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"allowed\"] and d[\"decisions\"][\"vms\"][0][\"name\"]==\"test\"))' '$T/dry.json'"
 check "dry run changed nothing" test "$("$CTL" show "$ID" -p State --value)" = staged
+expect_fail "commit --json alone is refused" 2 "needs --dry-run" "$CTL" commit --json
+check "... and commits nothing" test "$("$CTL" show "$ID" -p State --value)" = staged
+check "no verb prints the status" bash -c "'$CTL' | grep -q 'Update $ID'"
 stop_daemon
 printf '[Commit]\nMaxVMs=0\n' >"$ROOT/etc/upgraded/upgraded.conf"
 check "daemon with MaxVMs=0" start_daemon refused --backend=record --kexec-trigger=record
