@@ -381,22 +381,84 @@ static const Verb *find_verb(const char *name) {
 	return NULL;
 }
 
+enum {
+	ARG_VERSION = 0x100,
+	ARG_JSON,
+	ARG_NO_ASK_PASSWORD,
+	ARG_WAIT,
+	ARG_VALUE,
+	ARG_INITRD,
+	ARG_CMDLINE,
+	ARG_REUSE_CMDLINE,
+	ARG_DRY_RUN,
+	ARG_WAIT_TIMEOUT,
+	ARG_HTML,
+};
+
+/* One verb option into arg_* and arg_given: PARSE_GO_ON, or the exit code to return. */
+static int set_verb_option(int c, const char *value) {
+	unsigned long long sec;
+
+	switch (c) {
+	case ARG_HTML:
+		arg_html = true;
+		arg_given |= OPT_HTML;
+		break;
+	case 'o':
+		arg_output = value;
+		arg_given |= OPT_OUTPUT;
+		break;
+	case ARG_JSON:
+		arg_json = true;
+		arg_given |= OPT_JSON;
+		break;
+	case ARG_WAIT:
+		arg_wait = true;
+		arg_given |= OPT_WAIT;
+		break;
+	case ARG_VALUE:
+		arg_value = true;
+		arg_given |= OPT_VALUE;
+		break;
+	case 'p':
+		arg_given |= OPT_PROPERTY;
+		if (strv_extend(&arg_properties, value) < 0)
+			return EXIT_FAILED;
+		break;
+	case ARG_DRY_RUN:
+		arg_dry_run = true;
+		arg_given |= OPT_DRY_RUN;
+		break;
+	case ARG_WAIT_TIMEOUT:
+		arg_given |= OPT_WAIT_TIMEOUT;
+		if (safe_atou64(value, &sec) < 0 || sec > 7 * 24 * 3600) {
+			fprintf(stderr, "--wait-timeout= takes seconds (0: no limit), not '%s'.\n",
+			        value);
+			return EXIT_USAGE;
+		}
+		arg_wait_timeout = sec * 1000000ULL;
+		break;
+	case ARG_INITRD:
+		arg_initrd = value;
+		arg_given |= OPT_INITRD;
+		break;
+	case ARG_CMDLINE:
+		arg_cmdline = value;
+		arg_given |= OPT_CMDLINE;
+		break;
+	case ARG_REUSE_CMDLINE:
+		arg_reuse_cmdline = true;
+		arg_given |= OPT_REUSE_CMDLINE;
+		break;
+	default:
+		return EXIT_USAGE;
+	}
+	return PARSE_GO_ON;
+}
+
 /* Parses the options into arg_*; returns PARSE_GO_ON, or the exit code to return at once
  * (--version, an invalid option). */
 static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
-	enum {
-		ARG_VERSION = 0x100,
-		ARG_JSON,
-		ARG_NO_ASK_PASSWORD,
-		ARG_WAIT,
-		ARG_VALUE,
-		ARG_INITRD,
-		ARG_CMDLINE,
-		ARG_REUSE_CMDLINE,
-		ARG_DRY_RUN,
-		ARG_WAIT_TIMEOUT,
-		ARG_HTML,
-	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "host", required_argument, NULL, 'H' },
@@ -415,7 +477,7 @@ static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 		{ "wait-timeout", required_argument, NULL, ARG_WAIT_TIMEOUT },
 		{},
 	};
-	int c;
+	int c, r;
 
 	while ((c = getopt_long(argc, argv, "hH:o:p:", options, NULL)) >= 0)
 		switch (c) {
@@ -425,69 +487,16 @@ static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 		case 'H':
 			arg_host = optarg;
 			break;
-		case ARG_HTML:
-			arg_html = true;
-			arg_given |= OPT_HTML;
-			break;
-		case 'o':
-			arg_output = optarg;
-			arg_given |= OPT_OUTPUT;
-			break;
 		case ARG_VERSION:
 			printf("upgradectl %s\n", PACKAGE_VERSION);
 			return EXIT_OK;
-		case ARG_JSON:
-			arg_json = true;
-			arg_given |= OPT_JSON;
-			break;
 		case ARG_NO_ASK_PASSWORD:
 			arg_ask_password = false;
 			break;
-		case ARG_WAIT:
-			arg_wait = true;
-			arg_given |= OPT_WAIT;
-			break;
-		case ARG_VALUE:
-			arg_value = true;
-			arg_given |= OPT_VALUE;
-			break;
-		case 'p':
-			arg_given |= OPT_PROPERTY;
-			if (strv_extend(&arg_properties, optarg) < 0)
-				return EXIT_FAILED;
-			break;
-		case ARG_DRY_RUN:
-			arg_dry_run = true;
-			arg_given |= OPT_DRY_RUN;
-			break;
-		case ARG_WAIT_TIMEOUT: {
-			arg_given |= OPT_WAIT_TIMEOUT;
-			unsigned long long sec;
-
-			if (safe_atou64(optarg, &sec) < 0 || sec > 7 * 24 * 3600) {
-				fprintf(stderr,
-				        "--wait-timeout= takes seconds (0: no limit), not "
-				        "'%s'.\n",
-				        optarg);
-				return EXIT_USAGE;
-			}
-			arg_wait_timeout = sec * 1000000ULL;
-			break;
-		}
-		case ARG_INITRD:
-			arg_initrd = optarg;
-			arg_given |= OPT_INITRD;
-			break;
-		case ARG_CMDLINE:
-			arg_cmdline = optarg;
-			arg_given |= OPT_CMDLINE;
-			break;
-		case ARG_REUSE_CMDLINE:
-			arg_reuse_cmdline = true;
-			arg_given |= OPT_REUSE_CMDLINE;
-			break;
 		default:
-			return EXIT_USAGE;
+			r = set_verb_option(c, optarg);
+			if (r != PARSE_GO_ON)
+				return r;
 		}
 
 	return PARSE_GO_ON;

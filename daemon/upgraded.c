@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -167,6 +168,37 @@ static void help(void) {
 	       "See docs/dbus-api.md and docs/state-machine.md.\n");
 }
 
+static int parse_libvirt_timeout(const char *value, uint64_t *ret_usec) {
+	unsigned long long sec;
+
+	if (safe_atou64(value, &sec) < 0 || sec < 1 || sec > 3600)
+		return log_error_errno(
+		        -EINVAL, "--libvirt-timeout= takes 1..3600 seconds, not '%s'.", value);
+	*ret_usec = sec * 1000000ULL;
+	return 0;
+}
+
+/* What the options say together; 1 to go on. */
+static int check_args(const Args *a) {
+	struct stat st;
+
+	/* A root that is not there would pass --check-config with nothing checked. */
+	if (a->root && (stat(a->root, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return log_error_errno(-EINVAL, "--root=%s is not a directory.", a->root);
+	/* Test seams never reach a production system: they need a test root. */
+	if ((a->backend || a->trigger || a->running_kernel || a->boot_id) &&
+	    path_is_real_root(a->root))
+		return log_error_errno(-EINVAL,
+		                       "--backend=, --kexec-trigger=, --running-kernel= "
+		                       "and --boot-id= are test options and need --root=.");
+	if (a->trigger && !streq(a->trigger, "systemd") && !streq(a->trigger, "record"))
+		return log_error_errno(-EINVAL, "Unknown --kexec-trigger '%s'.", a->trigger);
+	if (a->boot_id &&
+	    (strlen(a->boot_id) != 32 || strspn(a->boot_id, "0123456789abcdef") != 32))
+		return log_error_errno(-EINVAL, "--boot-id= needs 32 lowercase hex digits.");
+	return 1;
+}
+
 static int parse_argv(int argc, char *argv[], Args *a) {
 	enum {
 		ARG_VERSION = 0x100,
@@ -241,38 +273,17 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 				                       optarg);
 			a->libvirt_uri = optarg;
 			break;
-		case ARG_LIBVIRT_TIMEOUT: {
-			unsigned long long sec;
-
-			if (safe_atou64(optarg, &sec) < 0 || sec < 1 || sec > 3600)
-				return log_error_errno(
-				        -EINVAL,
-				        "--libvirt-timeout= takes 1..3600 seconds, not "
-				        "'%s'.",
-				        optarg);
-			a->libvirt_timeout_usec = sec * 1000000ULL;
+		case ARG_LIBVIRT_TIMEOUT:
+			l = parse_libvirt_timeout(optarg, &a->libvirt_timeout_usec);
+			if (l < 0)
+				return l;
 			break;
-		}
-		case '?':
-			return -EINVAL;
 		default:
 			return -EINVAL;
 		}
 	if (optind < argc)
 		return log_error_errno(-EINVAL, "upgraded takes no arguments.");
-
-	/* Test seams never reach a production system: they need a test root. */
-	if ((a->backend || a->trigger || a->running_kernel || a->boot_id) &&
-	    path_is_real_root(a->root))
-		return log_error_errno(-EINVAL,
-		                       "--backend=, --kexec-trigger=, --running-kernel= "
-		                       "and --boot-id= are test options and need --root=.");
-	if (a->trigger && !streq(a->trigger, "systemd") && !streq(a->trigger, "record"))
-		return log_error_errno(-EINVAL, "Unknown --kexec-trigger '%s'.", a->trigger);
-	if (a->boot_id &&
-	    (strlen(a->boot_id) != 32 || strspn(a->boot_id, "0123456789abcdef") != 32))
-		return log_error_errno(-EINVAL, "--boot-id= needs 32 lowercase hex digits.");
-	return 1;
+	return check_args(a);
 }
 
 /* Connects and completes the handshake (authentication, Hello) before returning: recovery runs

@@ -155,6 +155,7 @@ for verb in stage commit cancel watch restore-vm status list report show describ
                 "out=\$('$CTL' $verb --help) && for s in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS' EXAMPLES; do grep -q \"^\$s\" <<<\"\$out\" || exit 1; done"
 done
 expect_fail "unknown verb is a usage error" 2 "Unknown verb" "$CTL" frobnicate
+expect_fail "--check-config with a --root that is not there" 1 "is not a directory" "$UPGRADED" --root=/nonexistent --check-config
 check "--help lists every verb, restore-vm too" bash -c "'$CTL' --help | grep -qE '^    restore-vm NAME '"
 # A verb refuses what it does not take (issue: `commit --json` alone committed).
 expect_fail "list --wait is a usage error" 2 "'list' does not take --wait" "$CTL" list --wait
