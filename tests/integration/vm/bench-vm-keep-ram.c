@@ -21,7 +21,7 @@
  * the benchmark. Times never fail it: the targets are printed as computed ratios.
  *
  * Usage: bench-vm-keep-ram MEMGUEST
- * UPGRADED_BENCH_ROUNDS (default 3), UPGRADED_BENCH_SIZES "SMALL,LARGE" in MiB (default 64,768).
+ * UPGRADED_BENCH_ROUNDS (default 3), UPGRADED_BENCH_SIZES "SMALL,LARGE" in MiB (default 64,2048).
  */
 
 #include <errno.h>
@@ -280,7 +280,7 @@ static void print_summary(int rounds) {
 
 static int parse_sizes(unsigned ret_mib[N_SIZES]) {
 	const char *e = getenv("UPGRADED_BENCH_SIZES");
-	unsigned a = 64, b = 768;
+	unsigned a = 64, b = 2048;
 
 	if (e && (sscanf(e, "%u,%u", &a, &b) != 2 || a < 16 || b <= a))
 		return -1;
