@@ -69,6 +69,7 @@ static const Setting settings[] = {
 	{ "VM", "KeepRamFallback", SETTING_KEEP_RAM_FALLBACK, false },
 	{ "VM", "MemoryBackingDir", SETTING_BACKING_DIR, false },
 	{ "Metrics", "TextfileDirectory", SETTING_PATH, false },
+	{ "Reports", "Keep", SETTING_COUNT, false },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
 	{ NULL, "Metadata", SETTING_METADATA, true },
 	{ NULL, "MemoryAbove", SETTING_SIZE_OR_NONE, false },
@@ -76,7 +77,8 @@ static const Setting settings[] = {
 	{ NULL, "Strategy", SETTING_STRATEGY, false },
 };
 
-static const char *const known_sections[] = { "Handoff", "Paths", "Commit", "VM", "Metrics" };
+static const char *const known_sections[] = { "Handoff", "Paths",   "Commit",
+	                                      "VM",      "Metrics", "Reports" };
 
 static bool rule_name_valid(const char *s) {
 	size_t n = strlen(s);
@@ -236,14 +238,18 @@ static int apply_limit(ParseContext *c, const Setting *s, const char *value) {
 	uint64_t v;
 
 	if (s->kind == SETTING_COUNT) {
+		/* [Commit] MaxVMs=, [Reports] Keep= (at least one: the newest report stays) */
+		bool keep = streq(s->key, "Keep");
+		uint64_t *target = keep ? &p->keep_reports : &p->max_vms;
+
 		if (streq(value, "infinity")) {
-			p->max_vms = UINT64_MAX;
+			*target = UINT64_MAX;
 			return 1;
 		}
-		if (safe_atou64(value, &u) < 0 || u >= UINT64_MAX)
-			return context_error(c, "%s=: '%s' is not a number or 'infinity'", s->key,
-			                     value);
-		p->max_vms = u;
+		if (safe_atou64(value, &u) < 0 || u >= UINT64_MAX || (keep && u == 0))
+			return context_error(c, "%s=: '%s' is not a number%s or 'infinity'", s->key,
+			                     value, keep ? " from 1" : "");
+		*target = u;
 		return 1;
 	}
 	if (streq(value, "infinity")) {
@@ -450,7 +456,10 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		p->window = (PolicyWindow){};
 		break;
 	case SETTING_COUNT:
-		p->max_vms = UINT64_MAX;
+		if (streq(s->key, "Keep"))
+			p->keep_reports = POLICY_KEEP_REPORTS_DEFAULT;
+		else
+			p->max_vms = UINT64_MAX;
 		break;
 	case SETTING_SIZE_LIMIT:
 		p->max_vm_memory = UINT64_MAX;

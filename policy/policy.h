@@ -75,6 +75,8 @@ typedef enum PolicyHandoffMode {
 } PolicyHandoffMode;
 
 /* keep-ram: how the kept RAM is proven before a VM resumes on it (docs/vms.md). */
+#define POLICY_KEEP_REPORTS_DEFAULT 100
+
 typedef enum PolicyKeepRamDigest {
 	POLICY_KEEP_RAM_DIGEST_MARK,    /* the generation mark alone */
 	POLICY_KEEP_RAM_DIGEST_SAMPLED, /* + SHA-256 of 1/64 of the RAM */
@@ -143,6 +145,9 @@ typedef struct Policy {
 
 	/* [Metrics] */
 	char *metrics_dir; /* node_exporter's textfile directory (daemon/metrics/) */
+
+	/* [Reports] */
+	uint64_t keep_reports; /* finished updates whose record and report stay; UINT64_MAX: all */
 
 	PolicyVmRule *rules;
 	size_t n_rules;

@@ -587,6 +587,72 @@ static void test_context_crash_image(void **state) {
 }
 
 /* With a policy loaded, it decides the handoff and its [Paths] rule the staging. */
+/* [Reports] Keep=: at the start, the oldest finished updates beyond it go, record, report
+ * and saved memory map; the newest finished ones and the active one stay. */
+static void test_context_prunes_old_updates(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	char *ids[4] = {};
+	_cleanup_free_ char *active = NULL, *path = NULL;
+	Policy *p = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+		ids[i] = strdup(stage(c, &e)->id);
+		assert_int_equal(context_cancel(c, "", &e), 0);
+	}
+	active = strdup(stage(c, &e)->id);
+	/* The oldest one has a saved memory map and a report, as a crash image and a
+	 * finished update leave them. */
+	assert_true(asprintf(&path, "/var/lib/upgraded/memmap/%s/0/start", ids[0]) > 0);
+	assert_int_equal(test_write_file(w->root, path, "0x0\n", 0644), 0);
+	free(path);
+	assert_true(asprintf(&path, "/var/lib/upgraded/memmap/%s.pmem", ids[0]) > 0);
+	assert_int_equal(test_write_file(w->root, path, "x\n", 0644), 0);
+	free(path);
+	assert_true(asprintf(&path, "/var/lib/upgraded/reports/%s.json", ids[0]) > 0);
+	assert_int_equal(test_write_file(w->root, path, "{}\n", 0644), 0);
+	free(path);
+	path = NULL;
+	context_free(c);
+
+	/* A start with Keep=2: ids[0] and ids[1] go, ids[2], ids[3] and the staged one stay. */
+	assert_int_equal(context_new(w->root, &kexec_backend_record, &c), 0);
+	assert_int_equal(policy_new_default(&p), 0);
+	p->keep_reports = 2;
+	assert_int_equal(context_set_policy(c, p), 0);
+	assert_int_equal(context_load(c), 0);
+	assert_int_equal(c->n_updates, 3);
+	assert_null(context_find(c, ids[0]));
+	assert_null(context_find(c, ids[1]));
+	assert_non_null(context_find(c, ids[2]));
+	assert_non_null(context_find(c, ids[3]));
+	assert_non_null(context_find(c, active));
+	for (size_t i = 0; i < 2; i++) {
+		const char *const tail[] = { "updates/%.json", "reports/%.json", "memmap/%",
+			                     "memmap/%.pmem" };
+
+		for (size_t k = 0; k < ELEMENTSOF(tail); k++) {
+			const char *pct = strchr(tail[k], '%');
+
+			assert_true(asprintf(&path, "%s/var/lib/upgraded/%.*s%s%s", w->root,
+			                     (int)(pct - tail[k]), tail[k], ids[i], pct + 1) > 0);
+			assert_int_equal(access(path, F_OK), -1);
+			free(path);
+		}
+	}
+	assert_true(asprintf(&path, "%s/var/lib/upgraded/updates/%s.json", w->root, ids[2]) > 0);
+	assert_int_equal(access(path, F_OK), 0);
+	context_free(c);
+
+	/* Keep=infinity (and the default, 100): nothing more goes. */
+	c = boot(w, OLD_KERNEL, BOOT_A, false);
+	assert_int_equal(c->n_updates, 3);
+	context_free(c);
+	for (size_t i = 0; i < ELEMENTSOF(ids); i++)
+		free(ids[i]);
+}
+
 static void test_context_policy_decides(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	World *w = *state;
@@ -638,6 +704,7 @@ int main(void) {
 		T(test_context_crash_at_every_step_of_a_failing_update),
 		T(test_context_ignores_damaged_records),
 		T(test_context_policy_decides),
+		T(test_context_prunes_old_updates),
 		T(test_context_crash_image),
 	};
 #undef T

@@ -233,6 +233,8 @@ static void test_errors_table(void **state) {
 		  "not one of checkpoint, keep-ram, shutdown, ignore" },
 		{ "[VM]\nKeepRamDigest=sha1\n", 2, "not one of mark, sampled, full" },
 		{ "[VM]\nKeepRamFallback=yes\n", 2, "not one of checkpoint, none" },
+		{ "[Reports]\nKeep=0\n", 2, "not a number from 1 or 'infinity'" },
+		{ "[Reports]\nKeep=many\n", 2, "not a number from 1 or 'infinity'" },
 		{ "[VM]\nShutdownTimeoutSec=0\n", 2, "number of seconds" },
 		{ "[VM]\nShutdownTimeoutSec=90s\n", 2, "number of seconds" },
 		{ "[VM]\nPauseTimeoutSec=0\n", 2, "number of seconds 1..3600" },

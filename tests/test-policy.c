@@ -762,6 +762,7 @@ static void test_policy_json(void **state) {
 	        "\"pause_timeout_sec\":10,\"save_parallel\":2,\"keep_ram_digest\":\"mark\","
 	        "\"keep_ram_fallback\":\"checkpoint\"},"
 	        "\"metrics\":{\"textfile_directory\":\"/var/lib/prometheus/node-exporter\"},"
+	        "\"reports\":{\"keep\":100},"
 	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
 	        "\"strategy\":\"keep-ram\",\"memory_above\":null,\"memory_below\":null}]}");
 	json_object_put(j);
@@ -773,6 +774,12 @@ static void test_policy_json(void **state) {
 		_cleanup_(policy_freep) Policy *n = policy_from("[VM]\nKeepRamFallback=none\n");
 		_cleanup_(policy_freep) Policy *b = policy_from("[VM]\nKeepRamFallback=\n");
 
+		_cleanup_(policy_freep) Policy *k = policy_from("[Reports]\nKeep=3\n");
+		_cleanup_(policy_freep) Policy *ki = policy_from("[Reports]\nKeep=infinity\n");
+
+		assert_int_equal(k->keep_reports, 3);
+		assert_int_equal(ki->keep_reports, UINT64_MAX);
+		assert_int_equal(d->keep_reports, POLICY_KEEP_REPORTS_DEFAULT);
 		assert_false(n->keep_ram_fallback);
 		assert_true(b->keep_ram_fallback); /* empty: back to the default */
 		assert_true(d->keep_ram_fallback);

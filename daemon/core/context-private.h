@@ -13,6 +13,7 @@
  *   context-commit.c   the commit run, the hooks, the handoff, cancel
  *   context-recover.c  recovery on every start
  *   context-panic.c    the panic path on the crash kernel
+ *   context-retention.c pruning the records and reports of old finished updates
  */
 
 #include <json-c/json.h>
@@ -72,6 +73,9 @@ struct Context {
 int context_add_update(Context *c, Update *u);
 
 int context_record_path(Context *c, const char *id, char **ret);
+/* Drops the oldest finished updates beyond [Reports] Keep=, files and memory
+ * (context-retention.c); called by context_load() once the records are sorted. */
+int context_prune(Context *c);
 
 int context_save_memmap(Context *c, Update *u);
 

@@ -314,6 +314,8 @@ int context_load(Context *c) {
 	closedir(d);
 	if (c->n_updates > 1)
 		qsort(c->updates, c->n_updates, sizeof(*c->updates), cmp_updates);
+	if (context_prune(c) < 0)
+		return -ENOMEM;
 
 	/* LastReport: the newest finished update that has a report. */
 	for (size_t i = 0; i < c->n_updates; i++) {
