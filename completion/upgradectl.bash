@@ -26,16 +26,17 @@ __upgradectl_ask() {
 	timeout 2 upgradectl --no-ask-password "$@" </dev/null 2>/dev/null
 }
 
-# Update ids from `upgradectl list --json` ([{"id": ..., "state": ..., "object": ...}]).
+# Update ids from `upgradectl list --json` ([{"id": ..., "state": ..., "object": ...}]);
+# keys are matched in any case, so a change of the JSON key convention does not break it.
 __upgradectl_ids() {
-	__upgradectl_ask list --json | grep -o '"id" *: *"[0-9a-f]\{16\}"' | grep -o '[0-9a-f]\{16\}'
+	__upgradectl_ask list --json | grep -oi '"id" *: *"[0-9a-f]\{16\}"' | grep -o '[0-9a-f]\{16\}'
 }
 
 # VM names from `upgradectl status --json`: the per-VM entries of the update records,
 # whose "name" is followed by "uuid". Names with quotes or backslashes are left out.
 __upgradectl_vms() {
-	__upgradectl_ask status --json | grep -o '"name" *: *"[^"\\]*" *, *"uuid"' |
-		sed 's/^"name" *: *"\([^"]*\)".*/\1/' | sort -u
+	__upgradectl_ask status --json | grep -oi '"name" *: *"[^"\\]*" *, *"uuid"' |
+		sed 's/^"[nN][aA][mM][eE]" *: *"\([^"]*\)".*/\1/' | sort -u
 }
 
 _upgradectl() {
