@@ -48,8 +48,9 @@ def help_section(text, name):
     """The lines of one upper-case section of a help text."""
     out, inside = [], False
     for line in text.splitlines():
-        if re.match(r"^[A-Z][A-Z ]+$", line):
-            inside = line.strip() == name
+        m = re.match(r"^([A-Z][A-Z ]*[A-Z])\b", line)  # "VERBS (without one: status)"
+        if m:
+            inside = m.group(1) == name
             continue
         if inside:
             out.append(line)

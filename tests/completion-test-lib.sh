@@ -11,7 +11,7 @@ fail() {
 # The options an OPTIONS section of a help text (stdin) lists: the first word(s) of each
 # line, "-H, --host=..." giving -H and --host.
 help_options() {
-	sed -n '/^OPTIONS$/,/^$/p' | grep -oE '^    (-[a-zA-Z], )?--?[a-zA-Z][a-z-]*' |
+	sed -n '/^OPTIONS\b/,/^$/p' | grep -oE '^    (-[a-zA-Z], )?--?[a-zA-Z][a-z-]*' |
 		grep -oE -- '--?[a-zA-Z][a-z-]*' | sort -u
 }
 
@@ -20,7 +20,7 @@ help_options() {
 check_verbs() {
 	local offered=$1 help_verbs v
 
-	help_verbs=$("$real" --help | sed -n '/^VERBS$/,/^$/p' | grep -oE '^    [a-z][a-z-]*' |
+	help_verbs=$("$real" --help | sed -n '/^VERBS\b/,/^$/p' | grep -oE '^    [a-z][a-z-]*' |
 		tr -d ' ' | sort -u)
 	[ -n "$help_verbs" ] || fail "upgradectl --help lists no verb"
 	for v in $help_verbs; do
