@@ -12,7 +12,7 @@ __upgradectl_common_opts="--no-ask-password -H --host= -h --help"
 # The options each verb takes (`upgradectl VERB --help`), besides the common ones.
 __upgradectl_verb_opts() {
 	case $1 in
-	stage) echo "--initrd= --cmdline= --reuse-cmdline --wait" ;;
+	stage) echo "--initrd= --cmdline= --reuse-cmdline --wait --wait-timeout=" ;;
 	commit) echo "--wait --wait-timeout= --dry-run --json" ;;
 	watch) echo "--wait-timeout=" ;;
 	status | list | describe) echo "--json" ;;
