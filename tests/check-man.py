@@ -3,9 +3,9 @@
 """Keeps the man pages true to the programs.
 
   check-man.py help UPGRADECTL UPGRADED MANDIR
-      every verb and option `upgradectl --help` (and each `upgradectl VERB --help`)
-      and `upgraded --help` list is documented in upgradectl(1) / upgraded(8), and
-      every verb and option those pages document is one the program accepts.
+      every verb, option and exit status `upgradectl --help` (and each `upgradectl
+      VERB --help`) and `upgraded --help` list is documented in upgradectl(1) /
+      upgraded(8), and every one those pages document is one the program has.
   check-man.py settings POLICY_SETTINGS_C MANDIR
       every section and key of the parser's settings table is in upgraded.conf(5),
       and every one the page documents is in the table.
@@ -141,6 +141,15 @@ def check_upgradectl(exe, page):
 
     check_options(scd_item_options(sections.get("OPTIONS", [])), opts, page,
                   "upgradectl(1)", "upgradectl")
+
+    help_codes = {m.group(1) for line in help_section(top, "EXIT STATUS")
+                  if (m := re.match(r"^\s+(\d+)\s\s", line))}
+    man_codes = {m.group(1) for line in sections.get("EXIT STATUS", [])
+                 if (m := re.match(r"^\|\s+(\d+)$", line))}
+    if not help_codes:
+        fail("upgradectl --help lists no exit status")
+    compare("exit status", man_codes, help_codes, "upgradectl(1) EXIT STATUS",
+            "upgradectl --help")
 
 
 def check_upgraded(exe, page):
