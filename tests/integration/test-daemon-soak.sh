@@ -20,18 +20,19 @@
 #      and /run/upgraded, and the cycle's time.
 #   2. UPGRADED_SOAK_FULL (default cycles / 10) full updates: commit to the point of no
 #      return, the daemon restarted "as the new kernel" restores both VMs (done), then
-#      restarted as the old kernel again, which reads every record left so far.
+#      restarted as the old kernel again, which prunes the finished updates to [Reports]
+#      Keep=20 (only a start prunes: part 1 keeps all of its updates) and reads the rest.
 #
 # FAIL when something grows (after a warm-up of 5 cycles, the last 10 cycles against cycles
 # 5-15; judged only with at least 25 cycles; docs/reliability.md, "Soak", has the figures):
 #   - fds and threads: the last window's maximum above the early window's maximum;
 #   - VmRSS: the last window's median more than 256 KiB above the early window's median;
 #     VmHWM: more than 256 KiB above the early window's maximum (the daemon keeps every
-#     update in memory, so with no retention this fails; the restarted daemons of part 2 say
+#     update in memory, Keep= prunes only at a start: this fails; the restarted daemons of part 2 say
 #     how much of it the records they hold explain);
 #   - files: every cycle adds exactly updates/<id>.json, and reports/<id>.json when it failed
-#     (a cancelled update has no report, docs/report.md; the daemon
-#     keeps every record and report: no retention yet, docs/reliability.md); any other file
+#     (a cancelled update has no report, docs/report.md; Keep= prunes only at a start, so one
+#     process keeps every record and report, docs/reliability.md); any other file
 #     under /var/lib/upgraded or /run/upgraded appearing or staying is growth; a record or
 #     report of the last window more than 10 % (+ 256 bytes) bigger than the early ones too.
 # usage: test-daemon-soak.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN
@@ -39,6 +40,8 @@ set -uo pipefail
 
 CYCLES=${UPGRADED_SOAK_CYCLES:-50}
 FULL=${UPGRADED_SOAK_FULL:-$((CYCLES / 10))}
+KEEP=20 # [Reports] Keep=: pruned at each start only, so part 1 keeps every update
+UPGRADED_CONF=$'[Reports]\nKeep='$KEEP$'\n'
 . "$(dirname "$0")/daemon-vms-lib.sh"
 SAVE_DIR=/var/lib/libvirt/qemu/save
 STATE=$ROOT/var/lib/upgraded
@@ -264,15 +267,18 @@ for ((k = 1; k <= FULL; k++)); do
         check "full $k: both running, counters continued, no image" \
                 full_restored "$before_a" "$before_b" $((ms * 20 / 1000 + 60))
         stop_daemon
-        check "full $k: the old kernel's daemon starts again with $((CYCLES + k)) records" start_daemon "old$k"
+        check "full $k: the old kernel's daemon starts again" start_daemon "old$k"
+        records=$(tree "$STATE/updates" | wc -l) kept=$((CYCLES + k < KEEP ? CYCLES + k : KEEP))
+        check "full $k: it pruned the finished updates to Keep=$KEEP ($records records, $(tree "$STATE/reports" | wc -l) reports)" \
+                test "$records" -eq "$kept"
         read -r fds rss hwm thr < <(proc_figures)
         echo "# full $k: $((ms / 1000)).$(printf '%03d' $((ms % 1000))) s; the restarted daemon: fds $fds, rss $rss KiB, hwm $hwm KiB, threads $thr;" \
-                "$(((rss - rss_fresh) / (CYCLES + k))) KiB per record it holds over the fresh daemon's $rss_fresh KiB"
+                "$(((rss - rss_fresh) / records)) KiB per record it holds over the fresh daemon's $rss_fresh KiB"
 done
 if [ "$FULL" -gt 0 ]; then
         check "after $FULL full updates: one record and one report per update, nothing else" \
                 test "$(tree "$STATE" | cut -d' ' -f1 | sed 's|^[a-z]*/[^/]*\.json$|ok|' | sort -u)" = ok
-        check "updates/ holds $((CYCLES + FULL)) records" test "$(tree "$STATE/updates" | wc -l)" -eq $((CYCLES + FULL))
+        check "updates/ holds what Keep=$KEEP keeps ($kept)" test "$(tree "$STATE/updates" | wc -l)" -eq "$kept"
 fi
 stop_daemon
 echo "# soak: $CYCLES cycles + $FULL full updates in $((SECONDS - t_soak)) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
