@@ -136,8 +136,8 @@ def _host_line(name, rec):
     if status == "up-to-date":
         return "  %-16s up to date (%s)" % (name, rec.get("detail"))
     if status == "check":
-        return "  %-16s check mode: %s" % (name, "the commit would be allowed" if verdict.get("ok")
-                                           else verdict.get("reason"))
+        return "  %-16s check mode: %s" % (name, verdict.get("note") or (
+            "the policy would allow the commit" if verdict.get("ok") else verdict.get("reason")))
     worst = verdict.get("worst_ns")
     w = "worst VM downtime %s (%s)" % (_secs(worst), verdict.get("worst_vm")) \
         if worst is not None else "worst VM downtime n/a"
