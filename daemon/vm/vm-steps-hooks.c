@@ -15,6 +15,7 @@
 #include "json-util.h"
 #include "job.h"
 #include "measure.h"
+#include "log.h"
 #include "string-util.h"
 #include "vm.h"
 #include "vm-steps.h"
@@ -42,6 +43,10 @@ static void on_vm_progress(const VmResult *r, void *userdata) {
 	json_object *rec;
 	size_t n;
 
+	/* The journal says what happened to each VM, as it happens: pause, save, restore. */
+	log_full(r->outcome == VM_OUTCOME_FAILED ? LOG_WARNING : LOG_INFO, "VM %s (%s): %s%s%s",
+	         strna(r->name), strna(vm_strategy_to_string(r->strategy)),
+	         strna(vm_outcome_to_string(r->outcome)), r->error ? ": " : "", strempty(r->error));
 	if (vms_measure(p->context))
 		(void)measure_vm_outcome(vms_measure(p->context), r->name,
 		                         vm_outcome_to_string(r->outcome));
