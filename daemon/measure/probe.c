@@ -83,7 +83,9 @@ static uint64_t now_monotonic_ns(void) {
 	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
-/* libbpf's own messages are for debugging: the reason string is what users see. */
+/* libbpf's own messages are for debugging: the reason string is what users see. Its
+ * warnings and notes go to our debug level; its own debug level (hundreds of CO-RE
+ * relocation lines per load) only with UPGRADED_LIBBPF_DEBUG=1. */
 static int libbpf_print_debug(enum libbpf_print_level level, const char *fmt, va_list ap)
         _printf_(2, 0);
 static int libbpf_print_debug(enum libbpf_print_level level, const char *fmt, va_list ap) {
@@ -91,6 +93,8 @@ static int libbpf_print_debug(enum libbpf_print_level level, const char *fmt, va
 	size_t l;
 
 	if (log_get_max_level() < LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_DEBUG && !streq_ptr(getenv("UPGRADED_LIBBPF_DEBUG"), "1"))
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	l = strlen(buf);
