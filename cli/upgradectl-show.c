@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
@@ -74,6 +75,25 @@ void cli_print_decisions(json_object *d, const char *indent) {
 	}
 }
 
+/* One update's kernel version and when its commit was requested, for list ("-": never
+ * committed, or the bus does not say). */
+static void list_row_facts(sd_bus *bus, const char *path, char **ret_version,
+                           char when[static 32]) {
+	uint64_t started = 0;
+	time_t t;
+	struct tm tm;
+
+	*ret_version = NULL;
+	(void)sd_bus_get_property_string(bus, UPGRADE_BUS_NAME, path, UPGRADE_UPDATE_IFACE,
+	                                 "KernelVersion", NULL, ret_version);
+	(void)sd_bus_get_property_trivial(bus, UPGRADE_BUS_NAME, path, UPGRADE_UPDATE_IFACE,
+	                                  "Started", NULL, 't', &started);
+	t = (time_t)(started / 1000000);
+	if (started == 0 || !localtime_r(&t, &tm) ||
+	    strftime(when, 32, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(when, 32, "-");
+}
+
 int verb_list(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -90,7 +110,7 @@ int verb_list(sd_bus *bus, char **args, unsigned n) {
 	if (r < 0)
 		return cli_fail_bus("Bad reply", NULL, r);
 	if (!arg_json)
-		printf("%-16s  %-10s  %s\n", "ID", "STATE", "OBJECT");
+		printf("%-16s  %-10s  %-19s  %s\n", "ID", "STATE", "COMMITTED", "KERNEL");
 	while ((r = sd_bus_message_read(reply, "(sso)", &id, &state, &path)) > 0) {
 		if (arg_json) {
 			json_object *o = json_object_new_object();
@@ -99,8 +119,14 @@ int verb_list(sd_bus *bus, char **args, unsigned n) {
 			json_object_object_add(o, "state", json_object_new_string(state));
 			json_object_object_add(o, "object", json_object_new_string(path));
 			json_object_array_add(a, o);
-		} else
-			printf("%-16s  %-10s  %s\n", id, state, path);
+		} else {
+			_cleanup_free_ char *version = NULL;
+			char when[32];
+
+			list_row_facts(bus, path, &version, when);
+			printf("%-16s  %-10s  %-19s  %s\n", id, state, when,
+			       version && *version ? version : "-");
+		}
 		count++;
 	}
 	if (r < 0)

@@ -265,7 +265,10 @@ static const Verb verbs[] = {
 	{ "list", 0, 0, verb_list,
 	  "NAME\n    upgradectl list - list updates\n\n"
 	  "SYNOPSIS\n    upgradectl list [--json]\n\n"
-	  "DESCRIPTION\n    Lists every update known to upgraded: id, state, object path.\n\n"
+	  "DESCRIPTION\n    Lists every update known to upgraded, oldest first: id, state, when "
+	  "its\n"
+	  "    commit was requested (local time; - when never committed) and the kernel\n"
+	  "    version. --json gives id, state and the update's object path.\n\n"
 	  "OPTIONS\n"
 	  "    --json             Print a JSON array\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	  "\nEXAMPLES\n    upgradectl list\n",

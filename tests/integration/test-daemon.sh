@@ -294,6 +294,7 @@ check "dry run names the handoff, the VM and its strategy" bash -c "grep -q '^Ha
 "$CTL" commit --dry-run --json >"$T/dry.json"
 check "dry run --json is PlanCommit's JSON" bash -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"allowed\"] and d[\"decisions\"][\"vms\"][0][\"name\"]==\"test\"))' '$T/dry.json'"
 check "dry run changed nothing" test "$("$CTL" show "$ID" -p State --value)" = staged
+check "list shows the kernel, no commit time before a commit" bash -c "'$CTL' list | grep -qE '^$ID +staged +- +$NEW\$'"
 expect_fail "commit --json alone is refused" 2 "needs --dry-run" "$CTL" commit --json
 check "... and commits nothing" test "$("$CTL" show "$ID" -p State --value)" = staged
 check "no verb prints the status" bash -c "'$CTL' | grep -q 'Update $ID'"
@@ -398,6 +399,7 @@ check "report names old and new kernel" bash -c "python3 -c 'import json,sys; r=
 check "report file on disk" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID.json"
 check "report carries the VM and the policy's decisions" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); v=r[\"vms\"][0]; d=r[\"decisions\"]; sys.exit(not (v[\"name\"]==\"test\" and v[\"strategy\"]==\"checkpoint\" and d[\"verdict\"][\"allowed\"] and d[\"vms\"][0][\"reasons\"]))' '$T/report.json'"
 check "human report" bash -c "'$CTL' report '$ID' | grep -q 'Result: success'"
+check "list shows when the commit was requested" bash -c "'$CTL' list | grep -qE '^$ID +done +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} +$NEW\$'"
 # The measurement: the probe really ran on this kernel in both daemon runs (root, BTF).
 "$CTL" report "$ID" >"$T/report.txt"
 sed 's/^/# /' "$T/report.txt"
