@@ -221,6 +221,15 @@ int context_describe(Context *c, char **ret_json) {
 	STRV_FOREACH (p, c->allowed_roots)
 		json_object_array_add(a, json_object_new_string(*p));
 
+	/* The settings in effect (upgraded.conf and its drop-ins, defaults filled in). */
+	if (c->policy) {
+		r = policy_to_json(c->policy, &a);
+		if (r < 0)
+			return r;
+		json_object_object_add(o, "Policy", a);
+	} else
+		json_object_object_add(o, "Policy", NULL);
+
 	json_object_object_add(o, "Updates", a = json_object_new_array());
 	for (size_t i = 0; i < c->n_updates; i++) {
 		json_object *u;

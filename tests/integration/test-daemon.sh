@@ -302,6 +302,8 @@ stop_daemon
 printf '[Commit]\nMaxVMs=0\n' >"$ROOT/etc/upgraded/upgraded.conf"
 check "daemon with MaxVMs=0" start_daemon refused --backend=record --kexec-trigger=record
 D1=$(describe)
+pol=$(json_get "['Policy']['commit']['max_vms']" <<<"$D1")/$(json_get "['Policy']['reports']['keep']" <<<"$D1")
+check "Describe shows the settings in effect (MaxVMs=0; Keep= its default)" test "$pol" = 0/100
 expect_fail "dry run says the commit would be refused" 9 "too-many-vms" bash -c "'$CTL' commit --dry-run 1>&2"
 expect_fail "commit refused by the policy -> PolicyRefused with the reason" 9 "MaxVMs=0" "$CTL" commit
 check "the refused commit changed nothing" test "$(describe)" = "$D1"
