@@ -9,7 +9,7 @@
 . /lab-payload/scenarios/lib.sh
 . /lab-payload/scenarios/keep-ram/common.sh
 
-PANIC_MEM=lab-mem-1
+PANIC_MEMS="lab-mem-1 lab-mem-2"
 PANIC_PLAIN=lab-counter-1
 
 ok=true
@@ -23,15 +23,19 @@ done
 # json-c writes "key":value (no space): match either way.
 lab_check report-success sh -c 'grep -Eq "\"result\": ?\"success\"" /var/lib/upgraded/reports/*.json' || ok=false
 lab_check report-panic-path sh -c 'grep -Eq "\"crash_kernel_boot_id\": ?\"[0-9a-f]{32}\"" /var/lib/upgraded/reports/*.json' || ok=false
-# The kept RAM across the crash kernel: the region and its mount again, the memguest on the
-# very file it left, intact by its own verify; the plain VM checkpointed instead, said so.
+# The kept RAM across the crash kernel: the region and its mount again, the memguests on the
+# very files they left, intact by their own verify; the plain VM checkpointed instead, said so.
 lab_check cmdline-has-memmap kr_cmdline_has_memmap || ok=false
 lab_check dax-mounted kr_dax_mounted || ok=false
-lab_check same-ram-file kv_same_ram_file "$PANIC_MEM" || ok=false
-lab_check "report-keep-ram-$PANIC_MEM" kv_report_kept "$PANIC_MEM" keep-ram - || ok=false
+for vm in $PANIC_MEMS; do
+        lab_check "same-ram-file-$vm" kv_same_ram_file "$vm" || ok=false
+        lab_check "report-keep-ram-$vm" kv_report_kept "$vm" keep-ram - || ok=false
+done
 lab_check "report-fallback-$PANIC_PLAIN" kv_report_kept "$PANIC_PLAIN" checkpoint set || ok=false
-lab_check mem-verify-new lab_mem_verify "$PANIC_MEM" || ok=false
-lab_check mem-same-fill test "$MG_SUM" = "$(cat "$LAB_STATE/$PANIC_MEM.mem-sum")" || ok=false
+for vm in $PANIC_MEMS; do
+        lab_check "mem-verify-new-$vm" lab_mem_verify "$vm" || ok=false
+        lab_check "mem-same-fill-$vm" test "$MG_SUM" = "$(cat "$LAB_STATE/$vm.mem-sum")" || ok=false
+done
 lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=false
 upgradectl report >"$LAB_RESULTS/upgradectl-report.txt" 2>&1 || ok=false
 upgradectl status >"$LAB_RESULTS/status-new.txt" 2>&1 || true

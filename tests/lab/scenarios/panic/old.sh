@@ -5,7 +5,7 @@
 # (cmdline-extra). The test build upgraded-test-panic-hold (meson
 # -Dtest-panic-hold=true) runs the service on a host prepared for keep-ram
 # (keep-ram/common.sh: DAX memory_backing_dir, hook, DefaultStrategy=keep-ram):
-# a memguest VM keeps its RAM there, a plain counter VM falls back to
+# two memguest VMs keep their RAM there, a plain counter VM falls back to
 # checkpoint. Stage loads the verified crash image, commit saves both VMs and
 # then holds before the handoff record. The scenario crashes the kernel right
 # there (sysrq c). The crash kernel (the staged kernel, upgraded.panic=1) must
@@ -14,7 +14,7 @@
 . /lab-payload/scenarios/keep-ram/common.sh
 set -e
 
-PANIC_MEM=lab-mem-1 # memguest, PANIC_MEM_MIB of shared file-backed RAM: keep-ram
+PANIC_MEMS="lab-mem-1 lab-mem-2" # memguests, PANIC_MEM_MIB of shared file-backed RAM: keep-ram
 PANIC_MEM_MIB=96
 PANIC_PLAIN=lab-counter-1 # ordinary RAM: checkpoint (fallback)
 
@@ -38,14 +38,18 @@ systemctl restart upgraded.service
 upgraded --check-config
 kr_prepare_host || { lab_finish fail "$KR_FAILED"; exit 1; }
 
-lab_start_mem_vm "$PANIC_MEM" "$PANIC_MEM_MIB" domain-shared.xml
+for vm in $PANIC_MEMS; do
+        lab_start_mem_vm "$vm" "$PANIC_MEM_MIB" domain-shared.xml
+done
 lab_start_counter_vm "$PANIC_PLAIN"
-lab_check mem-filled mg_wait_filled "$PANIC_MEM" 900
-mg_status "$PANIC_MEM"
-echo "$MG_SUM" >"$LAB_STATE/$PANIC_MEM.mem-sum"
-lab_marker mem-fill "$PANIC_MEM" mib="$MG_MIB" sum="$MG_SUM"
-lab_check ram-file-on-dax kr_ram_file_on_dax "$PANIC_MEM" "$PANIC_MEM_MIB"
-stat -c %i "$(kr_ram_file "$PANIC_MEM")" >"$LAB_STATE/$PANIC_MEM.ram-inode"
+for vm in $PANIC_MEMS; do
+        lab_check "mem-filled-$vm" mg_wait_filled "$vm" 900
+        mg_status "$vm"
+        echo "$MG_SUM" >"$LAB_STATE/$vm.mem-sum"
+        lab_marker mem-fill "$vm" mib="$MG_MIB" sum="$MG_SUM"
+        lab_check "ram-file-on-dax-$vm" kr_ram_file_on_dax "$vm" "$PANIC_MEM_MIB"
+        stat -c %i "$(kr_ram_file "$vm")" >"$LAB_STATE/$vm.ram-inode"
+done
 lab_wait_counters 60 180
 for vm in $(lab_counter_vms); do
         lab_marker counter-before "$vm" "$(lab_counter "$vm")"
