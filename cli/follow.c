@@ -364,9 +364,7 @@ FollowOutcome follow_update(Follow *f, const char *path, uint64_t timeout_usec) 
 		r = sd_bus_process(f->bus, NULL);
 		if (r < 0)
 			goto bus_error;
-		/* follow_poll() dispatches what came during its calls: a change it saw there
-		 * (the last one: the update's end) is not waited for again. */
-		if (r > 0 || f->changed)
+		if (r > 0)
 			continue;
 		r = sd_bus_wait(f->bus,
 		                MIN(deadline - now,
