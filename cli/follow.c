@@ -364,7 +364,9 @@ FollowOutcome follow_update(Follow *f, const char *path, uint64_t timeout_usec) 
 		r = sd_bus_process(f->bus, NULL);
 		if (r < 0)
 			goto bus_error;
-		if (r > 0)
+		/* follow_poll() dispatches what came during its calls: a change it saw there
+		 * (the last one: the update's end) is not waited for again. */
+		if (r > 0 || f->changed)
 			continue;
 		r = sd_bus_wait(f->bus,
 		                MIN(deadline - now,
