@@ -365,8 +365,9 @@ FollowOutcome follow_update(Follow *f, const char *path, uint64_t timeout_usec) 
 		if (r < 0)
 			goto bus_error;
 		/* follow_poll() dispatches what came during its calls: a change it saw there
-		 * (the last one: the update's end) is not waited for again. */
-		if (r > 0 || f->changed)
+		 * (the last one: the update's end), or the daemon's death (NameOwnerChanged), is
+		 * not waited for again. */
+		if (r > 0 || f->changed || f->daemon_gone)
 			continue;
 		r = sd_bus_wait(f->bus,
 		                MIN(deadline - now,
