@@ -347,6 +347,39 @@ static void draw_boot_gaps(FILE *f, const Scale *s, json_object *r, double y) {
 	}
 }
 
+/* The critical path: the old kernel's unit stops after the reboot request (those that took
+ * time), then the new kernel's chain of units up to the daemon; names in the tooltips and
+ * the tables below. */
+static void draw_critical_path(FILE *f, const Scale *s, json_object *r, double y) {
+	json_object *cp = cli_jobj(r, "critical_path");
+	json_object *kernels[2] = { cli_jobj(cp, "old_kernel"), cli_jobj(cp, "new_kernel") };
+	size_t drawn = 0;
+
+	row_label(f, y, "Critical path");
+	for (size_t k = 0; k < ELEMENTSOF(kernels); k++) {
+		json_object *units = cli_jarray(kernels[k], "units");
+
+		for (size_t i = 0; i < cli_jarray_length(units); i++) {
+			json_object *u = json_object_array_get_idx(units, i);
+			double a, b, t;
+			char tip[320];
+
+			if (!jnum(u, "start_ns", &a) || !jnum(u, "end_ns", &b) ||
+			    !jnum(u, "time_ns", &t) || t <= 0)
+				continue;
+			snprintf(tip, sizeof(tip), "%s %s: %.3f s (%s kernel)",
+			         k == 0 ? "stopping" : "starting", strna(cli_jstr(u, "unit")),
+			         t / 1e9, k == 0 ? "old" : "new");
+			bar(f, s, a, b, y, k == 0 ? "unit-stop" : "unit-start",
+			    k == 0 ? "#4e79a7" : "#59a14f", NULL, tip, LABEL_NONE);
+			drawn++;
+		}
+	}
+	if (drawn == 0)
+		fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">%s</text>\n", PLOT_LEFT,
+		        y + 14.0, "no unit times on the axis (see Missing)");
+}
+
 static void draw_vms(FILE *f, const Scale *s, const VmBar *vms, size_t n, double y) {
 	for (size_t i = 0; i < n; i++, y += ROW_HEIGHT) {
 		const VmBar *v = &vms[i];
@@ -404,7 +437,7 @@ static void draw_svg(FILE *f, json_object *r, const VmBar *vms, size_t n_vms) {
 	s.lo -= v;
 	s.hi += v;
 
-	height = top + ROW_HEIGHT * (3 + (double)n_vms) + 40;
+	height = top + ROW_HEIGHT * (4 + (double)n_vms) + 40;
 	fprintf(f,
 	        "<svg id=\"timeline\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\" "
 	        "role=\"img\">\n",
@@ -414,7 +447,8 @@ static void draw_svg(FILE *f, json_object *r, const VmBar *vms, size_t n_vms) {
 	draw_phases(f, &s, r, top);
 	draw_purgatory(f, &s, r, top + ROW_HEIGHT);
 	draw_boot_gaps(f, &s, r, top + 2 * ROW_HEIGHT);
-	draw_vms(f, &s, vms, n_vms, top + 3 * ROW_HEIGHT);
+	draw_critical_path(f, &s, r, top + 3 * ROW_HEIGHT);
+	draw_vms(f, &s, vms, n_vms, top + 4 * ROW_HEIGHT);
 	fputs("</svg>\n", f);
 }
 
@@ -513,6 +547,32 @@ static void boot_gap_table(FILE *f, json_object *r) {
 	fputs("</table>\n", f);
 }
 
+/* One table per kernel of the critical path: the unit, when it began and ended on the
+ * report's axis, and how long it took. */
+static void critical_path_table(FILE *f, json_object *side, const char *id, const char *title,
+                                const char *began, const char *ended) {
+	json_object *units = cli_jarray(side, "units");
+	char a[32], b[32], c[32];
+
+	fprintf(f,
+	        "<h2>%s</h2><table id=\"%s\"><tr><th>unit</th><th>%s</th><th>%s</th>"
+	        "<th>took</th></tr>\n",
+	        title, id, began, ended);
+	if (!side)
+		fputs("<tr><td colspan=\"4\">not measured (see Missing figures)</td></tr>\n", f);
+	for (size_t i = 0; i < cli_jarray_length(units); i++) {
+		json_object *u = json_object_array_get_idx(units, i);
+
+		fputs("<tr>", f);
+		cell(f, NULL, strna(cli_jstr(u, "unit")));
+		cell(f, "n", secs(u, "start_ns", a));
+		cell(f, "n", secs(u, "end_ns", b));
+		cell(f, "n", secs(u, "time_ns", c));
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
 static void tables(FILE *f, json_object *r, const VmBar *vms, size_t n_vms) {
 	json_object *phases = cli_jarray(r, "phases"), *missing = cli_jarray(r, "missing");
 	char a[32], b[32], c[32];
@@ -552,6 +612,12 @@ static void tables(FILE *f, json_object *r, const VmBar *vms, size_t n_vms) {
 		fputs("</tr>\n", f);
 	}
 	boot_gap_table(f, r);
+	critical_path_table(
+	        f, cli_jobj(cli_jobj(r, "critical_path"), "old_kernel"), "old-kernel-stops",
+	        "Units stopped after the reboot request (old kernel)", "stopping", "stopped");
+	critical_path_table(
+	        f, cli_jobj(cli_jobj(r, "critical_path"), "new_kernel"), "critical-chain",
+	        "Critical chain up to the daemon (new kernel, estimated)", "starting", "active");
 	fputs("<h2>Missing figures</h2><table id=\"missing\"><tr><th>figure</th>"
 	      "<th>why</th></tr>\n",
 	      f);

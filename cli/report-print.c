@@ -93,6 +93,76 @@ static void print_timeline(FILE *f, json_object *o) {
 	}
 }
 
+static double sec(json_object *v) {
+	return (double)json_object_get_int64(v) / 1e9;
+}
+
+/* "~+12.345s" on the report's axis, or "n/a" when the entry has no place on it. */
+static const char *format_axis(json_object *v, bool estimated, char *buf, size_t size) {
+	if (!v || !json_object_is_type(v, json_type_int))
+		return "n/a";
+	snprintf(buf, size, "%c%+.3fs", estimated ? '~' : ' ', sec(v));
+	return buf;
+}
+
+/* The new kernel's chain of units up to the daemon (systemd-analyze critical-chain's
+ * view), then the old kernel's unit stops after the reboot request. */
+static void print_critical_path(FILE *f, json_object *o) {
+	json_object *cp = cli_jobj(o, "critical_path");
+	json_object *nk = cli_jobj(cp, "new_kernel"), *ok = cli_jobj(cp, "old_kernel");
+	json_object *units;
+	char a[32], b[32];
+
+	if (!nk && !ok)
+		return; /* not measured (see Missing), or a report older than the field */
+	units = cli_jarray(nk, "units");
+	if (nk) {
+		int64_t zero = json_object_get_int64(cli_jobj(nk, "userspace_ns"));
+
+		fprintf(f, "\nCritical chain on the new kernel, up to %s%s:\n",
+		        strna(cli_jstr(nk, "target")),
+		        json_object_get_boolean(cli_jobj(nk, "truncated")) ? " (cut)" : "");
+		fprintf(f, "  %-12s %10s %12s  %s\n", "ACTIVE", "TOOK", "ON AXIS", "UNIT");
+		for (size_t i = 0; i < cli_jarray_length(units); i++) {
+			json_object *u = json_object_array_get_idx(units, i);
+
+			fprintf(f, "  @%10.3fs %9.3fs %12s  %s\n",
+			        (double)(json_object_get_int64(cli_jobj(u, "activated_ns")) -
+			                 zero) /
+			                1e9,
+			        sec(cli_jobj(u, "time_ns")),
+			        format_axis(cli_jobj(u, "end_ns"), true, a, sizeof(a)),
+			        strna(cli_jstr(u, "unit")));
+		}
+		fprintf(f, "  (@: after systemd started; ON AXIS: when it became active, t = 0 "
+		           "the reboot request)\n");
+	}
+	units = cli_jarray(ok, "units");
+	if (ok) {
+		size_t n = cli_jarray_length(units), instant = 0;
+
+		fprintf(f, "\nUnits the old kernel stopped after the reboot request (%zu):\n", n);
+		fprintf(f, "  %-11s %11s %10s  %s\n", "STOPPING", "STOPPED", "TOOK", "UNIT");
+		for (size_t i = 0; i < n; i++) {
+			json_object *u = json_object_array_get_idx(units, i);
+
+			if (!cli_jobj(u, "stopping_ns")) {
+				instant++;
+				continue;
+			}
+			fprintf(f, "  %11s %11s %9.3fs  %s\n",
+			        format_axis(cli_jobj(u, "start_ns"), false, a, sizeof(a)),
+			        format_axis(cli_jobj(u, "end_ns"), false, b, sizeof(b)),
+			        sec(cli_jobj(u, "time_ns")), strna(cli_jstr(u, "unit")));
+		}
+		if (instant > 0)
+			fprintf(f,
+			        "  and %zu more that logged no \"Stopping\" (targets, sockets, "
+			        "mounts: no measurable time)\n",
+			        instant);
+	}
+}
+
 void report_print(json_object *o, FILE *f) {
 	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
 	char buf[32];
@@ -173,4 +243,5 @@ void report_print(json_object *o, FILE *f) {
 		        strna(cli_jstr(m, "figure")), strna(cli_jstr(m, "reason")));
 	}
 	print_timeline(f, o);
+	print_critical_path(f, o);
 }

@@ -544,7 +544,9 @@ static int setup_loop(const Args *a, Context *c, sd_event **ret_event, Measure *
 	if (r < 0)
 		return log_error_errno(r, "Failed to allocate the event loop: %m");
 	/* Before any VM step registers: the probe must run before the first pause. */
-	r = measure_new(&(MeasureOptions){ .root = a->root, .event = event }, &measure);
+	r = measure_new(
+	        &(MeasureOptions){ .root = a->root, .bus_address = a->bus_address, .event = event },
+	        &measure);
 	if (r < 0)
 		return log_oom();
 	r = measure_attach(measure, c);

@@ -163,6 +163,9 @@ static void add_unmeasured(json_object *o, const Update *u) {
 	json_object_object_add(h, "old", NULL);
 	json_object_object_add(h, "new", NULL);
 	json_object_object_add(o, "boot", NULL);
+	json_object_object_add(o, "critical_path", h = json_object_new_object());
+	json_object_object_add(h, "new_kernel", NULL);
+	json_object_object_add(h, "old_kernel", NULL);
 
 	json_object_object_add(o, "purgatory", h = json_object_new_object());
 	add_str(h, "mode", handoff_mode_to_string(u->handoff));

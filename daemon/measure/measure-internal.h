@@ -23,6 +23,7 @@ typedef struct MeasureVm {
 
 struct Measure {
 	char *root;
+	char *bus_address; /* where systemd is asked for the critical path; NULL: system bus */
 	sd_event *event;
 	sd_event_source *io;
 	ProbeOptions probe_opts;
@@ -51,6 +52,16 @@ void measure_close_probe(Measure *m);
 bool measure_sample_from_json(json_object *o, TimebaseSample *ret);
 
 json_object *measure_get_obj(json_object *o, const char *key);
+
+/* The report's critical_path (measure-chain.c): systemd's unit chain on the new kernel,
+ * the old boot's unit stops after the reboot request. Blocks for a bounded time. */
+void measure_report_critical_path(Measure *m, const Update *u, const TimebaseInput *in,
+                                  const Timebase *tb, bool have_tb, bool have_reboot,
+                                  json_object *report, json_object *missing);
+
+/* Appends {figure, reason} to the report's "missing" array. */
+void measure_add_missing(json_object *missing, const char *figure, const char *fmt, ...)
+        _printf_(3, 4);
 
 int measure_root_file(Measure *m, const char *path, char **ret_data, size_t *ret_size);
 

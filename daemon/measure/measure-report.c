@@ -25,9 +25,7 @@
 #include "path-util.h"
 #include "string-util.h"
 
-static void add_missing(json_object *missing, const char *figure, const char *fmt, ...)
-        _printf_(3, 4);
-static void add_missing(json_object *missing, const char *figure, const char *fmt, ...) {
+void measure_add_missing(json_object *missing, const char *figure, const char *fmt, ...) {
 	_cleanup_free_ char *why = NULL;
 	json_object *o;
 	va_list ap;
@@ -169,9 +167,11 @@ static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
 		src_b = new.available &&new.first_ran_ns ? "probe" : "marks";
 
 		if (vcpu_gap(&old, false))
-			add_missing(missing, "vcpu_last_ran", "%s: %s", vm, vcpu_gap(&old, false));
+			measure_add_missing(missing, "vcpu_last_ran", "%s: %s", vm,
+			                    vcpu_gap(&old, false));
 		if (new_probe && vcpu_gap(&new, true))
-			add_missing(missing, "vcpu_first_ran", "%s: %s", vm, vcpu_gap(&new, true));
+			measure_add_missing(missing, "vcpu_first_ran", "%s: %s", vm,
+			                    vcpu_gap(&new, true));
 
 		o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(vm));
@@ -186,10 +186,11 @@ static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
 		r = timebase_downtime(tb, in, a, b, &ns);
 		if (r < 0) {
 			json_object_object_add(o, "downtime_ns", NULL);
-			add_missing(missing, "vm_downtime", "%s: %s", vm,
-			            r == -EINVAL ? "pause or resume moment not observed"
-			            : r == -EDOM ? "no common timebase"
-			                         : "inconsistent moments (resumed before paused)");
+			measure_add_missing(
+			        missing, "vm_downtime", "%s: %s", vm,
+			        r == -EINVAL ? "pause or resume moment not observed"
+			        : r == -EDOM ? "no common timebase"
+			                     : "inconsistent moments (resumed before paused)");
 		} else {
 			int64_t *nd = realloc(d, (n + 1) * sizeof(*d));
 			if (nd) {
@@ -217,10 +218,10 @@ static void measure_vm_downtimes(const Timebase *tb, const TimebaseInput *in,
 		        totals, "median_vm_downtime_ns",
 		        json_object_new_int64(n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2));
 	} else if (totals)
-		add_missing(missing, "vm_downtime_totals", "%s",
-		            vms && json_object_array_length(vms) > 0
-		                    ? "no VM downtime could be computed"
-		                    : "no VM was tracked during the update");
+		measure_add_missing(missing, "vm_downtime_totals", "%s",
+		                    vms && json_object_array_length(vms) > 0
+		                            ? "no VM downtime could be computed"
+		                            : "no VM was tracked during the update");
 	free(d);
 }
 
@@ -249,25 +250,27 @@ static void report_probe(Measure *m, Context *c, Update *u, json_object *report,
 	}
 	json_object_object_add(report, "probe", o);
 	if (!old_probe)
-		add_missing(missing, "probe_old", "%s",
-		            measure_get_obj(u->measure, "crashed_kernel")
-		                    ? "the old kernel crashed (panic path): its figures are not on "
-		                      "the axis of the kexec out of the crash kernel"
-		            : u->measure ? "the handoff record carries no probe figures"
-		                         : "the old kernel recorded no measurement");
+		measure_add_missing(
+		        missing, "probe_old", "%s",
+		        measure_get_obj(u->measure, "crashed_kernel")
+		                ? "the old kernel crashed (panic path): its figures are not on "
+		                  "the axis of the kexec out of the crash kernel"
+		        : u->measure ? "the handoff record carries no probe figures"
+		                     : "the old kernel recorded no measurement");
 	else if (!json_object_get_boolean(measure_get_obj(old_probe, "available")))
-		add_missing(missing, "vcpu_last_ran",
-		            "probe unavailable on the old kernel: %s (%s)",
-		            json_object_get_string(measure_get_obj(old_probe, "reason")),
-		            json_object_get_string(measure_get_obj(old_probe, "detail")));
+		measure_add_missing(missing, "vcpu_last_ran",
+		                    "probe unavailable on the old kernel: %s (%s)",
+		                    json_object_get_string(measure_get_obj(old_probe, "reason")),
+		                    json_object_get_string(measure_get_obj(old_probe, "detail")));
 	if (measure_on_new_kernel(m, c, u)) {
 		if (!new_probe)
-			add_missing(missing, "probe_new", "%s", "the probe was not opened");
+			measure_add_missing(missing, "probe_new", "%s", "the probe was not opened");
 		else if (!json_object_get_boolean(measure_get_obj(new_probe, "available")))
-			add_missing(missing, "vcpu_first_ran",
-			            "probe unavailable on the new kernel: %s (%s)",
-			            json_object_get_string(measure_get_obj(new_probe, "reason")),
-			            json_object_get_string(measure_get_obj(new_probe, "detail")));
+			measure_add_missing(
+			        missing, "vcpu_first_ran",
+			        "probe unavailable on the new kernel: %s (%s)",
+			        json_object_get_string(measure_get_obj(new_probe, "reason")),
+			        json_object_get_string(measure_get_obj(new_probe, "detail")));
 	}
 	*ret_old = old_probe;
 	*ret_new = new_probe;
@@ -284,14 +287,15 @@ static void report_read_new_kernel(Measure *m, TimebaseInput *in, json_object *m
 	(void)measure_root_file(m, "/proc/cpuinfo", &cpuinfo, NULL);
 	r = measure_root_file(m, "/dev/kmsg", ret_kmsg, ret_kmsg_size);
 	if (r < 0)
-		add_missing(missing, "boot_analysis", "cannot read /dev/kmsg: %s", strerror(-r));
+		measure_add_missing(missing, "boot_analysis", "cannot read /dev/kmsg: %s",
+		                    strerror(-r));
 	(void)timebase_cpu_parse(cpuinfo, *ret_kmsg, &in->cpu);
 	r = measure_root_file(m, "/proc/cmdline", &cmdline, NULL);
 	if (r >= 0) {
 		r = timebase_stamps_from_cmdline(cmdline, &in->stamps);
 		if (r == -EBADMSG)
-			add_missing(missing, "purgatory_stamps", "%s",
-			            "upgraded.stamps= on /proc/cmdline is malformed");
+			measure_add_missing(missing, "purgatory_stamps", "%s",
+			                    "upgraded.stamps= on /proc/cmdline is malformed");
 	}
 }
 
@@ -307,13 +311,13 @@ static bool report_timebase(const TimebaseInput *in, bool have_reboot, Timebase 
 			json_object_object_add(report, "timebase", t);
 	}
 	if (!have_reboot)
-		add_missing(missing, "timebase", "%s",
-		            "the handoff record has no reboot-request clock sample");
+		measure_add_missing(missing, "timebase", "%s",
+		                    "the handoff record has no reboot-request clock sample");
 	else if (tbr < 0)
-		add_missing(missing, "timebase", "%s", "clock samples unusable");
+		measure_add_missing(missing, "timebase", "%s", "clock samples unusable");
 	else if (tb->kind == TIMEBASE_NONE)
-		add_missing(missing, "timebase", "%s",
-		            "the kernels cannot be ordered (realtime went backwards)");
+		measure_add_missing(missing, "timebase", "%s",
+		                    "the kernels cannot be ordered (realtime went backwards)");
 	else
 		return true;
 	return false;
@@ -356,7 +360,7 @@ static void report_phases(Measure *m, Context *c, Update *u, const TimebaseInput
 		json_object_object_add(totals, "timebase",
 		                       json_object_new_string(timebase_kind_to_string(tb->kind)));
 	} else {
-		add_missing(missing, "host_blackout", "%s", "no common timebase");
+		measure_add_missing(missing, "host_blackout", "%s", "no common timebase");
 		tb->kind = TIMEBASE_NONE; /* a zeroed Timebase would read as "tsc" */
 	}
 }
@@ -386,15 +390,17 @@ static void report_purgatory(const Update *u, const TimebaseInput *in, const Tim
 	} else if (u->booted_kernel && !streq_ptr(u->booted_kernel, u->kernel_version))
 		/* Purgatory refused the image (and reset) or the handoff never
 		 * reached it: the kernel running now was not started by it. */
-		add_missing(missing, "purgatory_verify",
-		            "the staged kernel did not boot (running %s): nothing was stamped",
-		            u->booted_kernel);
+		measure_add_missing(
+		        missing, "purgatory_verify",
+		        "the staged kernel did not boot (running %s): nothing was stamped",
+		        u->booted_kernel);
 	else
-		add_missing(missing, "purgatory_verify", "%s",
-		            in->stamps.entry || in->stamps.verified
-		                    ? "purgatory stamps incomplete or not on a usable timebase"
-		                    : "no upgraded.stamps= on /proc/cmdline (the kernel's own "
-		                      "purgatory, e.g. kexec_file_load, stamps nothing)");
+		measure_add_missing(
+		        missing, "purgatory_verify", "%s",
+		        in->stamps.entry || in->stamps.verified
+		                ? "purgatory stamps incomplete or not on a usable timebase"
+		                : "no upgraded.stamps= on /proc/cmdline (the kernel's own "
+		                  "purgatory, e.g. kexec_file_load, stamps nothing)");
 }
 
 /* Adds the measured sections to a report being built (defaults from report_build()
@@ -433,7 +439,8 @@ int measure_report_extend(Context *c, Update *u, json_object *report, void *user
 			json_object_object_add(report, "phase_axis",
 			                       json_object_new_string("commit-request"));
 		}
-		add_missing(missing, "timebase", "%s", "the update did not reach a new kernel");
+		measure_add_missing(missing, "timebase", "%s",
+		                    "the update did not reach a new kernel");
 		json_object_object_add(report, "phases", phases);
 		json_object_object_add(report, "missing", missing);
 		measure_close_probe(m); /* this update's measurement is over */
@@ -446,6 +453,7 @@ int measure_report_extend(Context *c, Update *u, json_object *report, void *user
 	report_phases(m, c, u, &in, &tb, have_tb, commit_ns, report, phases, missing);
 	measure_vm_downtimes(&tb, &in, old_probe, new_probe, report, missing);
 	report_purgatory(u, &in, &tb, have_tb, report, missing);
+	measure_report_critical_path(m, u, &in, &tb, have_tb, have_reboot, report, missing);
 
 	/* Boot analysis of the new kernel. */
 	if (kmsg) {

@@ -37,6 +37,11 @@ int measure_new(const MeasureOptions *opts, Measure **ret) {
 		if (!m->root)
 			return -ENOMEM;
 	}
+	if (opts && opts->bus_address) {
+		m->bus_address = strdup(opts->bus_address);
+		if (!m->bus_address)
+			return -ENOMEM;
+	}
 	if (opts && opts->btf_path) {
 		m->btf_path = strdup(opts->btf_path);
 		if (!m->btf_path)
@@ -68,6 +73,7 @@ Measure *measure_free(Measure *m) {
 	pthread_mutex_destroy(&m->lock);
 	sd_event_unref(m->event);
 	free(m->btf_path);
+	free(m->bus_address);
 	free(m->root);
 	free(m);
 	return NULL;

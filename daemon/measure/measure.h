@@ -43,10 +43,11 @@
 typedef struct Measure Measure;
 
 typedef struct MeasureOptions {
-	const char *root;     /* prefixes /proc/cpuinfo, /proc/cmdline, /dev/kmsg; NULL: "/" */
-	sd_event *event;      /* the probe's ring buffer is consumed here; NULL: on demand */
-	bool probe_disabled;  /* configuration: marks only, never bpf() */
-	const char *btf_path; /* NULL: the kernel's; tests point it at a missing file */
+	const char *root;        /* prefixes /proc/cpuinfo, /proc/cmdline, /dev/kmsg; NULL: "/" */
+	const char *bus_address; /* the daemon's bus, where systemd is; NULL: the system bus */
+	sd_event *event;         /* the probe's ring buffer is consumed here; NULL: on demand */
+	bool probe_disabled;     /* configuration: marks only, never bpf() */
+	const char *btf_path;    /* NULL: the kernel's; tests point it at a missing file */
 } MeasureOptions;
 
 int measure_new(const MeasureOptions *opts, Measure **ret);

@@ -29,6 +29,8 @@ for vm in $(lab_counter_vms); do
         lab_check "watch-saw-restore-$vm" grep -Eq "VM $vm (restore|\(checkpoint\): resumed)" \
                 "$LAB_STATE/watch-new.txt" || ok=false
 done
+# The report's critical path, held against systemd-analyze and the journal by the runner.
+lab_check critical-chain-collected lab_critical_chain || ok=false
 cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"
 if $ok; then
         lab_finish pass
