@@ -66,6 +66,7 @@ int policy_new_default(Policy **ret) {
 	p->mode = POLICY_HANDOFF_MODE_AUTO;
 	p->allow_fast = false;
 	p->allow_taint = 0;
+	p->shutdown_fast = false;
 	if (set_default_roots(p) < 0)
 		return -ENOMEM;
 	p->window = (PolicyWindow){};

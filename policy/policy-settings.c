@@ -39,6 +39,7 @@ typedef enum SettingKind {
 	SETTING_PARALLEL,
 	SETTING_KEEP_RAM_DIGEST,
 	SETTING_KEEP_RAM_FALLBACK, /* checkpoint, or none */
+	SETTING_SHUTDOWN,          /* orderly, or fast */
 	SETTING_GLOB_LIST,
 	SETTING_METADATA,
 	SETTING_SIZE_OR_NONE,
@@ -55,6 +56,7 @@ static const Setting settings[] = {
 	{ "Handoff", "Mode", SETTING_MODE, false },
 	{ "Handoff", "AllowFast", SETTING_BOOL, false },
 	{ "Handoff", "AllowTaint", SETTING_TAINT, true },
+	{ "Handoff", "Shutdown", SETTING_SHUTDOWN, false },
 	{ "Paths", "AllowedRoots", SETTING_PATH_LIST, true },
 	{ "Commit", "MaintenanceWindow", SETTING_WINDOW, false },
 	{ "Commit", "MaxVMs", SETTING_COUNT, false },
@@ -339,6 +341,16 @@ static int apply_rule_condition(ParseContext *c, const Setting *s, PolicyVmRule 
 	return context_error(c, "internal error: unhandled setting %s=", s->key);
 }
 
+/* A setting of two words: *ret is whether value is yes_word. */
+static int apply_either(ParseContext *c, const Setting *s, const char *value, const char *yes_word,
+                        const char *no_word, bool *ret) {
+	if (!streq(value, yes_word) && !streq(value, no_word))
+		return context_error(c, "%s=: '%s' is not one of %s, %s", s->key, value, yes_word,
+		                     no_word);
+	*ret = streq(value, yes_word);
+	return 1;
+}
+
 static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, const char *value) {
 	Policy *p = c->policy;
 	unsigned long long u;
@@ -415,11 +427,9 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		p->keep_ram_digest = (PolicyKeepRamDigest)r;
 		return 1;
 	case SETTING_KEEP_RAM_FALLBACK:
-		if (!streq(value, "checkpoint") && !streq(value, "none"))
-			return context_error(c, "%s=: '%s' is not one of checkpoint, none", s->key,
-			                     value);
-		p->keep_ram_fallback = streq(value, "checkpoint");
-		return 1;
+		return apply_either(c, s, value, "checkpoint", "none", &p->keep_ram_fallback);
+	case SETTING_SHUTDOWN:
+		return apply_either(c, s, value, "fast", "orderly", &p->shutdown_fast);
 	case SETTING_GLOB_LIST:
 	case SETTING_METADATA:
 	case SETTING_SIZE_OR_NONE:
@@ -482,6 +492,9 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		break;
 	case SETTING_KEEP_RAM_DIGEST:
 		p->keep_ram_digest = POLICY_KEEP_RAM_DIGEST_MARK;
+		break;
+	case SETTING_SHUTDOWN:
+		p->shutdown_fast = false;
 		break;
 	case SETTING_KEEP_RAM_FALLBACK:
 		p->keep_ram_fallback = true;

@@ -122,6 +122,7 @@ typedef struct Policy {
 	PolicyHandoffMode mode;
 	bool allow_fast;
 	uint64_t allow_taint; /* taint bits that do not block a fast handoff */
+	bool shutdown_fast;   /* Shutdown=fast: no orderly stop once nothing is left to protect */
 
 	/* [Paths] */
 	char **allowed_roots; /* kernels/initrds may only be staged from below these */
@@ -154,7 +155,7 @@ typedef struct Policy {
 } Policy;
 
 /* The effective settings as JSON, for Describe() and `upgradectl status`:
- * {"handoff":{"mode":..,"allow_fast":..,"allow_taint":".."},"paths":{...},
+ * {"handoff":{"mode":..,"allow_fast":..,"allow_taint":"..","shutdown":..},"paths":{...},
  *  "commit":{...},"vm":{...},"rules":[{"name":..,...}]}; "infinity" for no limit. */
 int policy_to_json(const Policy *p, json_object **ret);
 

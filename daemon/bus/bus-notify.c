@@ -12,6 +12,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "bus.h"
+#include "handoff-shutdown.h"
 #include "fileio.h"
 #include "job.h"
 #include "log.h"
@@ -197,6 +198,7 @@ static int kexec_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_
 static int request_kexec(Context *c, Update *u, void *userdata) {
 	Manager *mgr = userdata;
 	sd_bus_slot *slot = NULL;
+	bool fast = handoff_shutdown_is_fast(u);
 	KexecRequest *k;
 	int r;
 
@@ -213,10 +215,14 @@ static int request_kexec(Context *c, Update *u, void *userdata) {
 		if (r < 0)
 			return r;
 		if (asprintf(&path, "%s/kexec-requested.json", dir) < 0 ||
-		    asprintf(&data,
-		             "{\"id\":\"%s\",\"unit\":\"kexec.target\",\"mode\":"
-		             "\"replace-irreversibly\"}\n",
-		             u->id) < 0)
+		    (fast ? asprintf(&data,
+		                     "{\"id\":\"%s\",\"method\":\"KExec\",\"shutdown\":"
+		                     "\"fast\"}\n",
+		                     u->id)
+		          : asprintf(&data,
+		                     "{\"id\":\"%s\",\"unit\":\"kexec.target\",\"mode\":"
+		                     "\"replace-irreversibly\",\"shutdown\":\"orderly\"}\n",
+		                     u->id)) < 0)
 			return -ENOMEM;
 		r = write_file_atomic(path, data, strlen(data), 0644);
 		if (r < 0)
@@ -231,10 +237,17 @@ static int request_kexec(Context *c, Update *u, void *userdata) {
 		return -ENOMEM;
 	}
 	k->manager = mgr;
-	r = sd_bus_call_method_async(mgr->bus, &slot, "org.freedesktop.systemd1",
-	                             "/org/freedesktop/systemd1",
-	                             "org.freedesktop.systemd1.Manager", "StartUnit", kexec_reply,
-	                             k, "ss", "kexec.target", "replace-irreversibly");
+	/* Fast: the manager's KExec(), what `systemctl kexec --force` calls: no orderly stop of
+	 * the remaining units. Orderly: kexec.target, every unit stopped in order. */
+	if (fast)
+		r = sd_bus_call_method_async(
+		        mgr->bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+		        "org.freedesktop.systemd1.Manager", "KExec", kexec_reply, k, NULL);
+	else
+		r = sd_bus_call_method_async(
+		        mgr->bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+		        "org.freedesktop.systemd1.Manager", "StartUnit", kexec_reply, k, "ss",
+		        "kexec.target", "replace-irreversibly");
 	if (r < 0) {
 		kexec_request_free(k);
 		return r;

@@ -11,6 +11,7 @@
 
 #include "cmdline.h"
 #include "context-private.h"
+#include "handoff-shutdown.h"
 #include "job.h"
 #include "fileio.h"
 #include "handoff-facts.h"
@@ -161,6 +162,26 @@ int context_complete(Context *c, Update *u) {
 	return context_finish(c, u, "done");
 }
 
+/* The old kernel's way down ([Handoff] Shutdown=), decided once the VMs are saved; it goes
+ * into the handoff record written next. */
+static int context_decide_shutdown(Context *c, Update *u) {
+	json_object *d = NULL;
+	int r;
+
+	job_blocking_begin(); /* the journal flush waits for journald */
+	r = handoff_shutdown_decide(c->policy, u, c->root, c->journal_sync ?: journal_sync, &d);
+	(void)job_blocking_end();
+	if (r < 0)
+		return r;
+	json_object_put(u->shutdown);
+	u->shutdown = d;
+	log_info("Update %s: %s shutdown of the old kernel (%s).", u->id,
+	         handoff_shutdown_is_fast(u) ? "fast" : "orderly",
+	         json_object_get_string(
+	                 json_object_array_get_idx(json_object_object_get(d, "reasons"), 0)));
+	return 0;
+}
+
 /*
  * The handoff record (what the next boot needs to context_finish the job; stamp names
  * it: "handoff", or "panic-handoff" out of the crash kernel), synced, then THE
@@ -173,6 +194,9 @@ int context_handoff(Context *c, Update *u, const char *stamp) {
 	int r;
 
 	r = update_set_string(&u->handoff_boot_id, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_decide_shutdown(c, u);
 	if (r < 0)
 		return r;
 	r = update_add_stamp(u, stamp, true, c->boot_id);

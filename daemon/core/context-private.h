@@ -62,6 +62,10 @@ struct Context {
 	void *persist_hook_userdata;
 	unsigned persist_step;
 
+	/* The journal flush before a fast shutdown (handoff-shutdown.h); NULL: journal_sync().
+	 * A seam for unit tests. */
+	int (*journal_sync)(const char *root, char **ret_why);
+
 	HandoffHold handoff_hold;
 	void *handoff_hold_userdata;
 

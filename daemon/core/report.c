@@ -103,6 +103,9 @@ static void add_host_backend_handoff(json_object *o, const Update *u, bool backe
 	add_str(h, "mode", handoff_mode_to_string(u->handoff));
 	add_str(h, "reason", u->handoff_reason);
 	json_object_object_add(h, "reasons", reasons_array(u->handoff_reason));
+	/* The old kernel's way down (handoff-shutdown.h); null when the update never got
+	 * that far, or was handed off before the decision existed. */
+	json_object_object_add(h, "shutdown", u->shutdown ? json_object_get(u->shutdown) : NULL);
 }
 
 /* The old and the new kernel, and the initrd (null without one). */

@@ -106,6 +106,7 @@ Update *update_free(Update *u) {
 	strv_free(u->hooks_done);
 	json_object_put(u->decisions);
 	json_object_put(u->kept_memory);
+	json_object_put(u->shutdown);
 	json_object_put(u->vms);
 	for (size_t i = 0; i < u->n_stamps; i++)
 		free(u->stamps[i].name);
@@ -244,6 +245,8 @@ int update_to_json(const Update *u, json_object **ret) {
 		json_object_object_add(o, "decisions", json_object_get(u->decisions));
 	if (u->kept_memory)
 		json_object_object_add(o, "kept_memory", json_object_get(u->kept_memory));
+	if (u->shutdown)
+		json_object_object_add(o, "shutdown", json_object_get(u->shutdown));
 	if (u->vms)
 		json_object_object_add(o, "vms", json_object_get(u->vms));
 	if (u->measure)
@@ -390,6 +393,18 @@ static int stamps_from_json(json_object *a, Update *u) {
 	return 0;
 }
 
+/* An optional member of the given type, carried as it is; absent or null: none. */
+static int get_json(json_object *o, const char *key, json_type type, json_object **ret) {
+	json_object *a;
+
+	if (!json_object_object_get_ex(o, key, &a) || !a)
+		return 0;
+	if (!json_object_is_type(a, type))
+		return -EBADMSG;
+	*ret = json_object_get(a);
+	return 0;
+}
+
 int update_from_json(json_object *o, Update **ret) {
 	_cleanup_(update_freep) Update *u = NULL;
 	_cleanup_free_ char *id = NULL, *state = NULL;
@@ -447,21 +462,12 @@ int update_from_json(json_object *o, Update **ret) {
 	if (r < 0)
 		return r;
 
-	if (json_object_object_get_ex(o, "decisions", &a) && a) {
-		if (!json_object_is_type(a, json_type_object))
-			return -EBADMSG;
-		u->decisions = json_object_get(a);
-	}
-	if (json_object_object_get_ex(o, "kept_memory", &a) && a) {
-		if (!json_object_is_type(a, json_type_object))
-			return -EBADMSG;
-		u->kept_memory = json_object_get(a);
-	}
-	if (json_object_object_get_ex(o, "vms", &a) && a) {
-		if (!json_object_is_type(a, json_type_array))
-			return -EBADMSG;
-		u->vms = json_object_get(a);
-	}
+	if ((r = get_json(o, "decisions", json_type_object, &u->decisions)) < 0 ||
+	    (r = get_json(o, "kept_memory", json_type_object, &u->kept_memory)) < 0 ||
+	    (r = get_json(o, "shutdown", json_type_object, &u->shutdown)) < 0 ||
+	    (r = get_json(o, "vms", json_type_array, &u->vms)) < 0)
+		return r;
+	/* measure: null is malformed (a record always wrote an object or nothing). */
 	if (json_object_object_get_ex(o, "measure", &a)) {
 		if (!json_object_is_type(a, json_type_object))
 			return -EBADMSG;

@@ -94,6 +94,7 @@ typedef struct Update {
 	 * kernel's daemon and the report have them. NULL: none yet. */
 	json_object *decisions;   /* the policy's decisions at commit (docs/policy.md) */
 	json_object *kept_memory; /* daemon/pmem facts at stage, again at commit; NULL: none */
+	json_object *shutdown;    /* the old kernel's way down (handoff-shutdown.h); NULL: none */
 	json_object *vms;         /* per-VM results, vm_results_to_json() */
 
 	UpdateStamp *stamps;

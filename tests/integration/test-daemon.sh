@@ -326,8 +326,10 @@ ID=$("$CTL" stage "/srv/kernels/vmlinuz-$NEW")
 check "a kernel below the configured root stages" grep -qE '^[0-9a-f]{16}$' <<<"$ID"
 check "and cancels" "$CTL" cancel "$ID"
 stop_daemon
-rm "$ROOT/etc/upgraded/upgraded.conf"
-check "daemon back without the limit" start_daemon record2 --backend=record --kexec-trigger=record
+# Shutdown=fast asked for, on a machine without journald: the journal cannot be flushed, so
+# the handoff stays orderly and the report says why.
+printf '[Handoff]\nShutdown=fast\n' >"$ROOT/etc/upgraded/upgraded.conf"
+check "daemon back without the limit, Shutdown=fast" start_daemon record2 --backend=record --kexec-trigger=record
 
 # ---- the staged kernel changed between stage and commit: refused, nothing changes ----
 # What commit checks: the file at the staged path (no symlink anywhere) is the inode that
@@ -373,6 +375,7 @@ sed 's/^/# /' "$T/commit.out"
 check "commit --wait printed each phase in order" test "$(grep '%' "$T/commit.out" | awk '{print $2}' | head -3 | tr '\n' ' ')" = "pre-handoff handoff handoff-requested "
 check "commit --wait printed the VM's progress" bash -c "grep -q '^      VM test (checkpoint): paused' '$T/commit.out' && grep -q '^      VM test (checkpoint): saved' '$T/commit.out'"
 check "kexec.target requested for this update" grep -q "\"id\":\"$ID\"" "$ROOT/run/upgraded/kexec-requested.json"
+check "... in order: no journald here to flush, so no fast shutdown" grep -q '"unit":"kexec.target","mode":"replace-irreversibly","shutdown":"orderly"' "$ROOT/run/upgraded/kexec-requested.json"
 check "handoff record carries the clock samples and the old kernel's probe" python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["measure"]; sys.exit(not (m["reboot_sample"]["tsc"] > 0 and m["request_sample"]["monotonic_ns"] >= m["reboot_sample"]["monotonic_ns"] and m["old_probe"]["available"]))' "$ROOT/var/lib/upgraded/updates/$ID.json"
 check "State is committing" test "$("$CTL" show -p State --value)" = committing
 "$CTL" status >"$T/status.out"
@@ -410,10 +413,13 @@ check "report: probe attached on the old kernel (commit) and the new one (daemon
 check "report: the reboot-request sample travelled in the handoff record" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r["timebase"] is None or "realtime_gap_ns" not in r["timebase"])' "$T/report.json"
 check "report: boot analysis of this machine's kmsg" python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["boot"]; sys.exit(not (b and b["messages"] > 0))' "$T/report.json"
 check "report: no VM tracked, so the VM totals are listed as missing" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["totals"]["max_vm_downtime_ns"] is None and any(m["figure"]=="vm_downtime_totals" for m in r["missing"])))' "$T/report.json"
+check "report: fast shutdown asked for, orderly taken, the journal named as the reason" python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["handoff"]["shutdown"]; sys.exit(not (s["requested"]=="fast" and s["mode"]=="orderly" and "journal could not be flushed" in s["reasons"][0]))' "$T/report.json"
+check "report: no critical path without systemd, each side's reason in missing" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); m={x["figure"]: x["reason"] for x in r["missing"]}; c=r["critical_path"]; sys.exit(not (c["new_kernel"] is None and c["old_kernel"] is None and m["critical_path_new"] and m["critical_path_old"]))' "$T/report.json"
 for line in "Result: success" "Mode: " "Timebase: " "Host blackout: " "Max VM downtime: " "Missing: " "Timeline"; do
         check "human report has '$line'" grep -q "$line" "$T/report.txt"
 done
 stop_daemon
+rm "$ROOT/etc/upgraded/upgraded.conf"
 
 # ---- systemd refuses the kexec (no systemd on this bus): rollback, failed ----
 check "daemon with the systemd trigger" start_daemon systemd --backend=record
