@@ -163,6 +163,21 @@ static void print_critical_path(FILE *f, json_object *o) {
 	}
 }
 
+/* How the old kernel went down, and why ([Handoff] Shutdown=). */
+static void print_shutdown(FILE *f, json_object *sd) {
+	json_object *why = cli_jarray(sd, "reasons");
+	const char *mode = cli_jstr(sd, "mode"), *asked = cli_jstr(sd, "requested");
+
+	if (!sd)
+		return;
+	fprintf(f, "%19s: %s%s%s\n", "Shutdown", strna(mode),
+	        !streq_ptr(mode, asked) ? ", asked: " : "",
+	        !streq_ptr(mode, asked) ? strna(asked) : "");
+	for (size_t i = 0; i < cli_jarray_length(why); i++)
+		fprintf(f, "%19s  %s\n", "",
+		        strna(json_object_get_string(json_object_array_get_idx(why, i))));
+}
+
 void report_print(json_object *o, FILE *f) {
 	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
 	char buf[32];
@@ -194,6 +209,7 @@ void report_print(json_object *o, FILE *f) {
 	for (size_t i = 0; i < cli_jarray_length(a); i++)
 		fprintf(f, "%19s%s %s\n", i == 0 ? "Why" : "", i == 0 ? ":" : " ",
 		        strna(json_object_get_string(json_object_array_get_idx(a, i))));
+	print_shutdown(f, cli_jobj(h, "shutdown"));
 
 	t = cli_jobj(o, "timebase");
 	tot = cli_jobj(o, "totals");

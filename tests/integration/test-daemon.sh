@@ -415,7 +415,7 @@ check "report: boot analysis of this machine's kmsg" python3 -c 'import json,sys
 check "report: no VM tracked, so the VM totals are listed as missing" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["totals"]["max_vm_downtime_ns"] is None and any(m["figure"]=="vm_downtime_totals" for m in r["missing"])))' "$T/report.json"
 check "report: fast shutdown asked for, orderly taken, the journal named as the reason" python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["handoff"]["shutdown"]; sys.exit(not (s["requested"]=="fast" and s["mode"]=="orderly" and "journal could not be flushed" in s["reasons"][0]))' "$T/report.json"
 check "report: no critical path without systemd, each side's reason in missing" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); m={x["figure"]: x["reason"] for x in r["missing"]}; c=r["critical_path"]; sys.exit(not (c["new_kernel"] is None and c["old_kernel"] is None and m["critical_path_new"] and m["critical_path_old"]))' "$T/report.json"
-for line in "Result: success" "Mode: " "Timebase: " "Host blackout: " "Max VM downtime: " "Missing: " "Timeline"; do
+for line in "Result: success" "Mode: " "Shutdown: orderly, asked: fast" "Timebase: " "Host blackout: " "Max VM downtime: " "Missing: " "Timeline"; do
         check "human report has '$line'" grep -q "$line" "$T/report.txt"
 done
 stop_daemon

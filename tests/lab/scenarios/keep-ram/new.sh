@@ -5,7 +5,8 @@
 # line, the region, the DAX mount, the random file bit for bit), both memguests run on the
 # very RAM files of the old kernel (same inode on /dev/pmem0) and find their memory intact,
 # and upgraded's report says per VM: keep-ram, resumed, a small saved_bytes (device state
-# only) for them; checkpoint with the reason it could not keep its RAM for the plain VM.
+# only) for them; checkpoint with the reason it could not keep its RAM for the plain VM;
+# and the old kernel went down fast (Shutdown=fast, no orderly stop of its units).
 # The runner checks the counters continued and measures the downtime.
 . /lab-payload/scenarios/lib.sh
 . /lab-payload/scenarios/keep-ram/common.sh
@@ -38,6 +39,9 @@ ls -lR "$KR_DIR" >"$LAB_RESULTS/keep-ram-dir-new.txt" 2>&1 || true
 ls -l /var/lib/upgraded/keep-ram >"$LAB_RESULTS/keep-ram-manifest-new.txt" 2>&1 || true
 lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=false
 upgradectl report >"$LAB_RESULTS/upgradectl-report.txt" 2>&1 || ok=false
+# Shutdown=fast was taken: every VM saved or kept, the journal flushed (old.sh's drop-in).
+lab_check report-shutdown-fast grep -Eq '^ +Shutdown: fast$' "$LAB_RESULTS/upgradectl-report.txt" ||
+        ok=false
 upgradectl report --json >"$LAB_RESULTS/upgradectl-report.json" 2>&1 || ok=false
 cp /var/lib/upgraded/updates/*.json "$LAB_RESULTS/" 2>/dev/null || true
 if $ok; then

@@ -4,7 +4,7 @@
 # keep-ram, old kernel: the host booted with memmap=2G!5G (cmdline-extra) is prepared as
 # docs/vms.md says (common.sh, kr_prepare_host: DAX ext4 on /dev/pmem0 as libvirt's
 # memory_backing_dir, the hook, `[VM] DefaultStrategy=keep-ram`; the shipped unit, QEMU as
-# Debian's libvirt-qemu), with 256 MiB of random data on it.
+# Debian's libvirt-qemu), with 256 MiB of random data on it, and `[Handoff] Shutdown=fast`.
 # Three VMs: two memguests with KV_MEM_MIB MiB of shared file-backed RAM there, filled and
 # verified by the guests themselves, and a 16 MiB counter VM with ordinary RAM, which
 # cannot keep it and falls back to checkpoint (a mixed host). upgradectl stage gets a
@@ -23,6 +23,10 @@ kv_qemu_user() {
 }
 
 systemctl is-enabled -q upgraded.service || fail upgraded-not-enabled
+# The fast shutdown (docs/policy.md): every VM here is saved or kept, the journal persistent,
+# so systemd is asked for KExec() with no orderly stop (kr_prepare_host restarts upgraded).
+mkdir -p /etc/upgraded/upgraded.conf.d
+printf '[Handoff]\nShutdown=fast\n' >/etc/upgraded/upgraded.conf.d/60-lab-shutdown.conf
 kr_prepare_host || fail "$KR_FAILED"
 kr_capture old
 
