@@ -58,6 +58,10 @@ struct VmRunner {
 void vm_domain_freep(virDomainPtr *d);
 #define _cleanup_domain_ _cleanup_(vm_domain_freep)
 
+/* How long a restore waits for a restarted libvirtd to settle a domain it found half restored
+ * (paused, starting up; vm-restore.c). */
+#define VM_STARTING_UP_WAIT_USEC (30ULL * 1000 * 1000)
+
 extern const VmPlan vm_default_plan;
 
 unsigned vm_plan_parallel(const VmPlan *p);

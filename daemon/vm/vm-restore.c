@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -97,9 +98,26 @@ static bool connection_alive(virConnectPtr c) {
  * A restore whose libvirtd went away (killed, restarted) says nothing about the domain: the
  * restarted libvirtd may have finished the restore by itself (the VM is there, paused, its
  * image gone) or not (still saved). Wait for libvirtd and settle the domain from what it is
- * now: active -> resumed; saved -> restored again; neither -> reported lost. Never a paused VM
+ * now (once libvirtd is done with a restore it found half done): active -> resumed; saved ->
+ * restored again; neither -> reported lost. Never a paused VM
  * reported as restored, never a running one reported as failed.
  */
+/* A libvirtd restarted in the middle of a restore finds the domain paused, "starting up", and
+ * kills it when it reconnects (that restore never finished; the image stays). Resuming it in
+ * that window would report a VM resumed that libvirtd kills a moment later: wait until it is
+ * no longer starting up (killed: restored again from its image), at most
+ * VM_STARTING_UP_WAIT_USEC. */
+static void wait_not_starting_up(virConnectPtr c, VmResult *r) {
+	_cleanup_domain_ virDomainPtr dom = vm_lookup(c, r);
+	usec_t end = vm_now(CLOCK_MONOTONIC) + VM_STARTING_UP_WAIT_USEC;
+	int state, reason;
+
+	while (dom && virDomainGetState(dom, &state, &reason, 0) == 0 &&
+	       state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_STARTING_UP &&
+	       vm_now(CLOCK_MONOTONIC) < end)
+		usleep(100 * 1000);
+}
+
 int vm_job_restore(VmJob *j, virConnectPtr c) {
 	VmResult *r = j->result;
 	_cleanup_free_ char *first = NULL, *connect_error = NULL;
@@ -113,6 +131,7 @@ int vm_job_restore(VmJob *j, virConnectPtr c) {
 	if (!again)
 		return k;
 	first = TAKE_PTR(r->error);
+	wait_not_starting_up(again, r);
 	k = restore_domain(again, j->runner->plan, r);
 	virConnectClose(again);
 	if (k < 0)
