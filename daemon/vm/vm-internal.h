@@ -86,6 +86,8 @@ virConnectPtr vm_connect_retry(const char *uri, char **ret_error);
 int vm_run_jobs(VmRunner *run, VmJob *jobs, size_t n, unsigned parallel);
 int vm_runner_init(VmRunner *run, virConnectPtr conn, const VmPlan *plan, VmProgressCb cb,
                    void *userdata);
+int vm_runner_init_jobs(VmRunner *run, virConnectPtr conn, const VmPlan *plan, VmProgressCb cb,
+                        void *userdata, size_t n, VmJob **ret_jobs);
 void vm_runner_done(VmRunner *run);
 
 /* The jobs whose bytes the runner samples (vm-checkpoint.c, vm-restore.c). */

@@ -268,6 +268,23 @@ int vm_runner_init(VmRunner *run, virConnectPtr conn, const VmPlan *plan, VmProg
 	return 0;
 }
 
+/* The runner of a path and its array of n zeroed jobs (at least one, so that calloc() of none
+ * is never NULL). On failure nothing is left allocated and *ret_jobs is untouched. */
+int vm_runner_init_jobs(VmRunner *run, virConnectPtr conn, const VmPlan *plan, VmProgressCb cb,
+                        void *userdata, size_t n, VmJob **ret_jobs) {
+	_cleanup_free_ VmJob *jobs = NULL;
+	int r;
+
+	jobs = calloc(n ?: 1, sizeof(VmJob));
+	if (!jobs)
+		return -ENOMEM;
+	r = vm_runner_init(run, conn, plan, cb, userdata);
+	if (r < 0)
+		return r;
+	*ret_jobs = TAKE_PTR(jobs);
+	return 0;
+}
+
 void vm_runner_done(VmRunner *run) {
 	if (!run->uri)
 		return;

@@ -152,10 +152,7 @@ int vm_restore_all(virConnectPtr conn, const VmPlan *plan, VmResults *results, V
 	if (!conn || !results)
 		return -EINVAL;
 	plan = plan ?: &vm_default_plan;
-	jobs = calloc(results->n ?: 1, sizeof(VmJob));
-	if (!jobs)
-		return -ENOMEM;
-	r = vm_runner_init(&run, conn, plan, cb, userdata);
+	r = vm_runner_init_jobs(&run, conn, plan, cb, userdata, results->n, &jobs);
 	if (r < 0)
 		return r;
 

@@ -107,10 +107,7 @@ int vm_rollback(virConnectPtr conn, VmResults *results, const char *reason, VmPr
 
 	if (!conn || !results)
 		return -EINVAL;
-	jobs = calloc(results->n ?: 1, sizeof(VmJob));
-	if (!jobs)
-		return -ENOMEM;
-	r = vm_runner_init(&run, conn, NULL, cb, userdata);
+	r = vm_runner_init_jobs(&run, conn, NULL, cb, userdata, results->n, &jobs);
 	if (r < 0)
 		return r;
 

@@ -195,6 +195,26 @@ static int reason_from_results(const VmResults *res, const char *what, char **re
 	return 0;
 }
 
+/* Back under the state lock after vm_rollback() or vm_restore_all() returned r: persists the
+ * results, and when r failed says which VMs failed and why, after what. */
+static int finish_results(Context *c, Update *u, const VmResults *res, int r, const char *what,
+                          char **ret_reason) {
+	int s;
+
+	s = job_blocking_end();
+	if (s < 0)
+		return s;
+	s = vms_store_results(c, u, res);
+	if (s == -ECANCELED)
+		return s;
+	if (r < 0) {
+		if (reason_from_results(res, what, ret_reason) < 0)
+			*ret_reason = NULL;
+		return r;
+	}
+	return s < 0 ? s : 0;
+}
+
 static void plan_from_policy(Context *c, VmPlan *plan) {
 	const Policy *p = context_policy(c);
 
@@ -341,7 +361,7 @@ int vms_hook_rollback(Context *c, Update *u, void *userdata, char **ret_reason) 
 	_cleanup_conn_ virConnectPtr conn = NULL;
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
 	Progress prog = { .context = c, .update = u, .wiring = w };
-	int r, s;
+	int r;
 
 	if (!u->vms)
 		return 0; /* the checkpoint never started: no VM was touched */
@@ -360,18 +380,7 @@ int vms_hook_rollback(Context *c, Update *u, void *userdata, char **ret_reason) 
 		return r;
 	job_blocking_begin();
 	r = vm_rollback(conn, res, u->error ?: "the commit failed", on_vm_progress, &prog);
-	s = job_blocking_end();
-	if (s < 0)
-		return s;
-	s = vms_store_results(c, u, res);
-	if (s == -ECANCELED)
-		return s;
-	if (r < 0) {
-		if (reason_from_results(res, "VM rollback incomplete", ret_reason) < 0)
-			*ret_reason = NULL;
-		return r;
-	}
-	return s < 0 ? s : 0;
+	return finish_results(c, u, res, r, "VM rollback incomplete", ret_reason);
 }
 
 /* POST_BOOT: restore every checkpointed VM; a failed one keeps its image. */
@@ -381,7 +390,7 @@ int vms_hook_restore(Context *c, Update *u, void *userdata, char **ret_reason) {
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
 	Progress prog = { .context = c, .update = u, .wiring = w, .restore = true };
 	VmPlan plan;
-	int r, s;
+	int r;
 
 	if (!u->vms)
 		return 0;
@@ -397,19 +406,8 @@ int vms_hook_restore(Context *c, Update *u, void *userdata, char **ret_reason) {
 	plan.cancel = NULL; /* after the handoff nothing is cancelled */
 	job_blocking_begin();
 	r = vm_restore_all(conn, &plan, res, on_vm_progress, &prog);
-	s = job_blocking_end();
-	if (s < 0)
-		return s;
-	s = vms_store_results(c, u, res);
-	if (s == -ECANCELED)
-		return s;
-	if (r < 0) {
-		if (reason_from_results(res,
-		                        "VM restore failed, the saved state is kept (retry with "
-		                        "upgradectl restore-vm NAME)",
-		                        ret_reason) < 0)
-			*ret_reason = NULL;
-		return r;
-	}
-	return s < 0 ? s : 0;
+	return finish_results(c, u, res, r,
+	                      "VM restore failed, the saved state is kept (retry with upgradectl "
+	                      "restore-vm NAME)",
+	                      ret_reason);
 }
