@@ -2,13 +2,18 @@
 #pragma once
 
 /*
- * Minimal logging for the daemon and the CLI. Messages go to stderr; under
- * systemd (JOURNAL_STREAM set) each line carries a "<N>" priority prefix so the
- * journal records the right level. "%m" expands to strerror(-error).
+ * Minimal logging for the daemon and the CLI. Messages go to stderr. When stderr is the
+ * journal's stream (JOURNAL_STREAM names it, as systemd sets it for a service), each line
+ * is sent as a structured entry instead (docs/journal.md): PRIORITY, MESSAGE,
+ * SYSLOG_IDENTIFIER, CODE_FILE/LINE/FUNC, UPGRADED_ID= when the calling thread works on an
+ * update (log_set_update_id()), and MESSAGE_ID= for an event (log_event(), ids in
+ * log-ids.h). "%m" expands to strerror(-error).
  *
  * Libraries (loader/, policy/) log at debug level at most.
  */
 
+#include <stdbool.h>
+#include <sys/uio.h>
 #include <syslog.h>
 
 #include "macros.h"
@@ -23,6 +28,24 @@ void log_set_prefix(const char *prefix);
  * for levels LOG_ERR and above so that "return log_error(...)"-style callers fail. */
 int log_internal(int level, int error, const char *file, int line, const char *func,
                  const char *format, ...) _printf_(6, 7);
+int log_internal_event(int level, const char *message_id, const char *update_id, const char *file,
+                       int line, const char *func, const char *format, ...) _printf_(7, 8);
+
+/* The update this thread works on (16 hex, copied; NULL: none): every line it logs carries
+ * UPGRADED_ID=. Thread-local: a job's worker sets it for its update. */
+void log_set_update_id(const char *id);
+const char *log_get_update_id(void);
+
+/* Structured entries: true sends them through log_journal_sender (tests force it; by
+ * default only when stderr is the journal's stream). */
+void log_set_journal(bool on);
+extern int (*log_journal_sender)(const struct iovec *iov, int n);
+
+/* An event an operator searches for: MESSAGE_ID=message_id and UPGRADED_ID=update_id (NULL:
+ * the thread's, log_set_update_id()). On stderr it is an ordinary line. */
+#define log_event(level, message_id, update_id, ...)                                      \
+	((void)log_internal_event((level), (message_id), (update_id), __FILE__, __LINE__, \
+	                          __func__, __VA_ARGS__))
 
 #define log_full_errno(level, error, ...) \
 	log_internal((level), (error), __FILE__, __LINE__, __func__, __VA_ARGS__)

@@ -405,6 +405,7 @@ static int commit_job_run(Job *j, void *userdata) {
 	r = context_commit_begin(mgr->context, cj->arg, &u, &cj->error);
 	if (r < 0)
 		return r;
+	log_set_update_id(u->id); /* this worker's lines carry UPGRADED_ID= */
 	r = update_object_path(u, &cj->path);
 	if (r < 0)
 		return r;

@@ -19,6 +19,7 @@
 #include "json-util.h"
 #include "kexec-loader.h"
 #include "log.h"
+#include "log-ids.h"
 #include "path-util.h"
 #include "report.h"
 #include "string-util.h"
@@ -93,7 +94,8 @@ int context_commit_fail(Context *c, Update *u, const char *reason) {
 		        c, u, u->error && streq(u->phase, PHASE_ROLLBACK) ? u->error : reason);
 
 	if (!streq(u->phase, PHASE_ROLLBACK)) {
-		log_error("Update %s failed: %s", u->id, reason);
+		log_event(LOG_ERR, LOG_MID_ROLLBACK, u->id,
+		          "Update %s failed before the handoff, rolling back: %s", u->id, reason);
 		r = update_set_string(&u->error, reason);
 		if (r < 0)
 			return r;
@@ -158,7 +160,8 @@ int context_complete(Context *c, Update *u) {
 	r = context_transition(c, u, UPDATE_DONE, PHASE_DONE, 100);
 	if (r < 0)
 		return r;
-	log_info("Update %s completed: now running %s.", u->id, c->running_kernel);
+	log_event(LOG_INFO, LOG_MID_COMPLETED, u->id, "Update %s completed: now running %s.", u->id,
+	          c->running_kernel);
 	return context_finish(c, u, "done");
 }
 
@@ -213,8 +216,8 @@ int context_handoff(Context *c, Update *u, const char *stamp) {
 	sync();
 	(void)job_blocking_end();
 
-	log_info("Update %s: requesting kexec%s into %s.", u->id,
-	         c->panic_kernel ? " from the crash kernel" : "", u->kernel_version);
+	log_event(LOG_NOTICE, LOG_MID_HANDOFF, u->id, "Update %s: requesting kexec%s into %s.",
+	          u->id, c->panic_kernel ? " from the crash kernel" : "", u->kernel_version);
 	if (c->measure.handoff_request)
 		c->measure.handoff_request(c, u, c->measure.userdata);
 	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
@@ -269,6 +272,8 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 	if (r < 0)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
 		                         "Cannot write the update record: %s.", strerror(-r));
+	log_event(LOG_INFO, LOG_MID_COMMIT, u->id, "Update %s: commit to %s began (handoff %s).",
+	          u->id, u->kernel_version, handoff_mode_to_string(u->handoff));
 	*ret = u;
 	return 0;
 }

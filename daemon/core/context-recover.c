@@ -130,7 +130,11 @@ int context_recover(Context *c) {
 	/* Iterate over a snapshot of the count: recovery never adds updates. */
 	for (size_t i = 0; i < c->n_updates; i++) {
 		Update *u = c->updates[i];
-		int r = context_recover_one(c, u);
+		int r;
+
+		log_set_update_id(u->id); /* the recovery's lines carry UPGRADED_ID= */
+		r = context_recover_one(c, u);
+		log_set_update_id(NULL);
 
 		if (r == -ECANCELED)
 			return r;

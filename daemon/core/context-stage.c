@@ -17,6 +17,7 @@
 #include "json-util.h"
 #include "kexec-loader.h"
 #include "log.h"
+#include "log-ids.h"
 #include "path-util.h"
 #include "report.h"
 #include "string-util.h"
@@ -296,8 +297,8 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 		return r;
 	staged = TAKE_PTR(u);
 	c->active = staged;
-	log_info("Staged update %s: kernel %s (%s).", staged->id, staged->kernel.path,
-	         staged->kernel_version);
+	log_event(LOG_INFO, LOG_MID_STAGED, staged->id, "Staged update %s: kernel %s (%s).",
+	          staged->id, staged->kernel.path, staged->kernel_version);
 	if (c->ops.update_added)
 		c->ops.update_added(c, staged, c->ops_userdata);
 	if (c->ops.manager_changed)

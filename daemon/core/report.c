@@ -285,8 +285,22 @@ static const char *usec_text(json_object *v, char buf[static 32]) {
 	return buf;
 }
 
+/* ns figure -> "1.234 s" (or "12.3 ms" below a second) for people; "n/a" when null. */
+static const char *seconds_text(json_object *v, char buf[static 32]) {
+	int64_t ns;
+
+	if (!v || !json_object_is_type(v, json_type_int))
+		return "n/a";
+	ns = json_object_get_int64(v);
+	if (ns >= 1000000000 || ns <= -1000000000)
+		snprintf(buf, 32, "%.3f s", (double)ns / 1e9);
+	else
+		snprintf(buf, 32, "%.1f ms", (double)ns / 1e6);
+	return buf;
+}
+
 int report_journal_fields(json_object *report, const char *path, char ***ret_fields) {
-	char **l = NULL, b1[32], b2[32], b3[32], b4[32];
+	char **l = NULL, b1[32], b2[32], b3[32], b4[32], s1[32], s2[32], s3[32];
 	_cleanup_free_ char *msg = NULL;
 	const char *id = json_object_get_string(get(report, "id", NULL));
 	const char *result = json_object_get_string(get(report, "result", NULL));
@@ -298,10 +312,11 @@ int report_journal_fields(json_object *report, const char *path, char ***ret_fie
 
 	if (!id || !result)
 		return -EINVAL;
-	if (asprintf(&msg,
-	             "Update %s %s: host blackout %s%s%s us, max VM downtime %s us (estimated).",
-	             id, streq(result, "success") ? "completed" : "failed", blackout ?: "n/a",
-	             unc ? " +- " : "", unc ?: "", maxd ?: "n/a") < 0)
+	if (asprintf(&msg, "Update %s %s: host blackout %s%s%s, max VM downtime %s (estimated).",
+	             id, streq(result, "success") ? "completed" : "failed",
+	             seconds_text(get(report, "totals", "host_blackout_ns"), s1), unc ? " +- " : "",
+	             unc ? seconds_text(get(report, "totals", "uncertainty_ns"), s2) : "",
+	             seconds_text(get(report, "totals", "max_vm_downtime_ns"), s3)) < 0)
 		return -ENOMEM;
 	r |= add_field(&l, "MESSAGE_ID", REPORT_MESSAGE_ID);
 	r |= add_field(&l, "MESSAGE", msg);

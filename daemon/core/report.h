@@ -15,12 +15,14 @@
 
 #include <json-c/json.h>
 
+#include "log-ids.h"
+
 #include "update.h"
 
 #define REPORT_SCHEMA_VERSION 1
 
 /* MESSAGE_ID of the journal entry announcing a report (journalctl MESSAGE_ID=...). */
-#define REPORT_MESSAGE_ID "0a0af9656c174fea9b8cf44325ea169c"
+#define REPORT_MESSAGE_ID LOG_MID_REPORT /* common/log-ids.h */
 
 /* Builds the report of a finished (done or failed) update. */
 int report_build(const Update *u, bool backend_test_only, json_object **ret);

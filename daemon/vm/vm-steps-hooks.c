@@ -16,6 +16,7 @@
 #include "job.h"
 #include "measure.h"
 #include "log.h"
+#include "log-ids.h"
 #include "string-util.h"
 #include "vm.h"
 #include "vm-steps.h"
@@ -33,6 +34,24 @@ typedef struct Progress {
 	bool restore;
 } Progress;
 
+/* The journal's MESSAGE_ID of a VM outcome an operator looks for (log-ids.h); NULL for the
+ * steps in between (paused, saving, restoring). */
+static const char *vm_outcome_mid(VmOutcome o) {
+	switch (o) {
+	case VM_OUTCOME_SAVED:
+	case VM_OUTCOME_SHUT_DOWN:
+		return LOG_MID_VM_SAVED;
+	case VM_OUTCOME_RESUMED:
+	case VM_OUTCOME_RESTORED:
+	case VM_OUTCOME_ROLLED_BACK:
+		return LOG_MID_VM_RESTORED;
+	case VM_OUTCOME_FAILED:
+		return LOG_MID_VM_FAILED;
+	default:
+		return NULL;
+	}
+}
+
 /* Replaces (or appends) the record of r->name in u->vms and tells the bus. Runs on the
  * thread that called the VM library, with the state lock released (a job's worker): takes
  * it for the update. */
@@ -44,9 +63,11 @@ static void on_vm_progress(const VmResult *r, void *userdata) {
 	size_t n;
 
 	/* The journal says what happened to each VM, as it happens: pause, save, restore. */
-	log_full(r->outcome == VM_OUTCOME_FAILED ? LOG_WARNING : LOG_INFO, "VM %s (%s): %s%s%s",
-	         strna(r->name), strna(vm_strategy_to_string(r->strategy)),
-	         strna(vm_outcome_to_string(r->outcome)), r->error ? ": " : "", strempty(r->error));
+	log_event(r->outcome == VM_OUTCOME_FAILED ? LOG_WARNING : LOG_INFO,
+	          vm_outcome_mid(r->outcome), p->update->id, "VM %s (%s): %s%s%s", strna(r->name),
+	          strna(vm_strategy_to_string(r->strategy)),
+	          strna(vm_outcome_to_string(r->outcome)), r->error ? ": " : "",
+	          strempty(r->error));
 	if (vms_measure(p->context))
 		(void)measure_vm_outcome(vms_measure(p->context), r->name,
 		                         vm_outcome_to_string(r->outcome));
