@@ -29,6 +29,20 @@ for vm in $(lab_counter_vms); do
         lab_check "watch-saw-restore-$vm" grep -Eq "VM $vm (restore|\(checkpoint\): resumed)" \
                 "$LAB_STATE/watch-new.txt" || ok=false
 done
+# The journal: the update's events by MESSAGE_ID and UPGRADED_ID, on both boots, explained by
+# the installed catalog (journalctl -x).
+kv_id=$(upgradectl show -p LastReport --value)
+kv_event() { # kv_event BOOT MESSAGE_ID: an entry of this update with that id
+        journalctl -b "$1" -u upgraded.service MESSAGE_ID="$2" UPGRADED_ID="$kv_id" -o cat | grep -q .
+}
+lab_check journal-handoff-event kv_event -1 0879630b0e3b4aec9c03bcfdcf1a00c3 || ok=false
+lab_check journal-vm-saved-event kv_event -1 c313a0fe6fb8479eb6961966d66a9b40 || ok=false
+lab_check journal-completed-event kv_event 0 30198716b8814ddbb152709d49b6da98 || ok=false
+lab_check journal-vm-restored-event kv_event 0 32098ab1f2d2418596fb12f5a9b485d7 || ok=false
+journalctl -x -b 0 MESSAGE_ID=30198716b8814ddbb152709d49b6da98 --no-pager \
+        >"$LAB_RESULTS/journal-x-completed.txt" 2>&1
+lab_check journal-catalog-explains grep -q 'Subject: A kernel update completed' \
+        "$LAB_RESULTS/journal-x-completed.txt" || ok=false
 # The report's critical path, held against systemd-analyze and the journal by the runner.
 lab_check critical-chain-collected lab_critical_chain || ok=false
 cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"
