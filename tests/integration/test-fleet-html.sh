@@ -10,10 +10,14 @@
 # gaps where the report has them), that the file refers to nothing outside itself, and the
 # picture (its size, that it is not blank, that the bars' colours are in it).
 #
+# A third page, another lab run's report (seed-lab-critical-path.json), holds its critical path:
+# the row in the timeline and the two tables, unit for unit; `upgradectl report` prints it too.
+#
 # usage: test-fleet-html.sh UPGRADED UPGRADECTL BUS_CONF_IN POLICY_CONF MAKE_BZIMAGE LAB_REPORT
+#                           CHAIN_REPORT
 set -uo pipefail
 
-UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 LAB_REPORT=$6
+UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 LAB_REPORT=$6 CHAIN_REPORT=$7
 WIDTH=1280 HEIGHT=1000
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -102,11 +106,14 @@ check "the daemon starts" fleet_start_daemon start
 check "an update through the recorded kexec and 'the new kernel'" fleet_update
 LAB_ID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$LAB_REPORT")
 cp "$LAB_REPORT" "$ROOT/var/lib/upgraded/reports/$LAB_ID.json"
+CHAIN_ID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$CHAIN_REPORT")
+cp "$CHAIN_REPORT" "$ROOT/var/lib/upgraded/reports/$CHAIN_ID.json"
+check "report ID --html writes the critical path run's page" bash -c "'$CTL' report '$CHAIN_ID' --html >'$T/chain.html'"
 
 check "report --html -o writes the page of the last update" "$CTL" report --html -o "$T/own.html"
 check "report ID --html writes the lab run's page to stdout" bash -c "'$CTL' report '$LAB_ID' --html >'$T/lab.html'"
 check "-o without --html is refused" bash -c "! '$CTL' report -o '$T/x.html' 2>/dev/null && [ ! -e '$T/x.html' ]"
-for page in own lab; do
+for page in own lab chain; do
         check "$page: no URL, no script, no external reference in the file" \
                 bash -c "! grep -qiE 'https?:|//|<script|src=|href=|@import|url\\(' '$T/$page.html'"
         check "$page: Chromium renders it (DOM and screenshot)" render "$page"
@@ -137,6 +144,18 @@ check "lab: each VM's downtime with its +- and source" \
         dom lab "'140.980 s +- 1.000 (mixed)' in d and '138.040 s +- 1.000 (mixed)' in d"
 check "lab: a picture of the right size with every kind of bar" \
         picture lab "#4e79a7" "#f28e2b" "#59a14f" "#e15759" "#9c755f" "#76b7b2"
+# The critical path run: every unit of each side listed in its table, in the report's order,
+# the chain's units that took time drawn in the timeline's row; the text report prints both.
+units() { python3 -c 'import json,sys; print(" ".join(u["unit"] for u in (json.load(open(sys.argv[1]))["critical_path"][sys.argv[2]] or {}).get("units", [])))' "$CHAIN_REPORT" "$1"; }
+table_units() { python3 -c 'import re,sys; d=open(sys.argv[1]).read(); t=d.split("id=\"" + sys.argv[2] + "\"", 1)[1].split("</table>", 1)[0]; print(" ".join(re.findall(r"<tr><td>([^<]+)</td>", t)))' "$T/chain.dom" "$1"; }
+check "chain: the report has both sides (a real lab run)" test -n "$(units new_kernel)" -a -n "$(units old_kernel)"
+check "chain: the new kernel's chain listed unit for unit" test "$(table_units critical-chain)" = "$(units new_kernel)"
+check "chain: the old kernel's stops listed unit for unit" test "$(table_units old-kernel-stops)" = "$(units old_kernel)"
+check "chain: the units that took time are bars in the 'Critical path' row" \
+        dom chain "re.search(r'>Critical path</text>', d) and len(re.findall(r'<g class=\"unit-start\">', d)) == $(python3 -c 'import json,sys; print(sum(1 for u in json.load(open(sys.argv[1]))["critical_path"]["new_kernel"]["units"] if u["time_ns"] > 0))' "$CHAIN_REPORT")"
+"$CTL" report "$CHAIN_ID" >"$T/chain.txt"
+check "chain: upgradectl report prints the chain up to upgraded.service and the old kernel's stops" \
+        bash -c "grep -q '^Critical chain on the new kernel, up to upgraded.service:' '$T/chain.txt' && grep -q '^Units the old kernel stopped after the reboot request' '$T/chain.txt' && grep -qE ' libvirtd.service\$' '$T/chain.txt'"
 if [ -n "${UPGRADED_TEST_KEEP_HTML:-}" ]; then
         mkdir -p "$UPGRADED_TEST_KEEP_HTML" && cp "$T"/*.html "$T"/*.png "$UPGRADED_TEST_KEEP_HTML/"
 fi
