@@ -43,6 +43,11 @@ journalctl -x -b 0 MESSAGE_ID=30198716b8814ddbb152709d49b6da98 --no-pager \
         >"$LAB_RESULTS/journal-x-completed.txt" 2>&1
 lab_check journal-catalog-explains grep -q 'Subject: A kernel update completed' \
         "$LAB_RESULTS/journal-x-completed.txt" || ok=false
+# upgrade-fast (the same checks): the old kernel went down fast.
+if [ -e /etc/upgraded/upgraded.conf.d/60-lab-shutdown.conf ]; then
+        lab_check report-shutdown-fast grep -Eq '^ +Shutdown: fast$' \
+                "$LAB_RESULTS/upgradectl-report.txt" || ok=false
+fi
 # The report's critical path, held against systemd-analyze and the journal by the runner.
 lab_check critical-chain-collected lab_critical_chain || ok=false
 cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"
