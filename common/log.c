@@ -104,6 +104,9 @@ static bool send_entry(int level, const char *message_id, const char *id, const 
 }
 
 static void log_write(int level, int error, const char *message_id, const char *id,
+                      const char *file, int line, const char *func, const char *format, va_list ap)
+        _printf_(8, 0);
+static void log_write(int level, int error, const char *message_id, const char *id,
                       const char *file, int line, const char *func, const char *format,
                       va_list ap) {
 	char *message = NULL;
