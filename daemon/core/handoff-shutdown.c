@@ -14,21 +14,15 @@
 #include "json-util.h"
 #include "macros.h"
 #include "path-util.h"
+#include "time-util.h"
 
 #define JOURNAL_VARLINK_SOCKET "/run/systemd/journal/io.systemd.journal"
 #define VARLINK_REPLY_MAX      4096
 
-static uint64_t now_usec(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* Waits until fd is ready for events, at most until deadline; -ETIMEDOUT after it. */
 static int wait_fd(int fd, short events, uint64_t deadline) {
 	for (;;) {
-		uint64_t now = now_usec();
+		uint64_t now = now_monotonic_usec();
 		struct pollfd p = { .fd = fd, .events = events };
 		int r;
 
@@ -96,7 +90,7 @@ int journal_sync(const char *root, char **ret_why) {
 	_cleanup_free_ char *path = NULL, *error = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint64_t deadline = now_usec() + JOURNAL_SYNC_TIMEOUT_USEC;
+	uint64_t deadline = now_monotonic_usec() + JOURNAL_SYNC_TIMEOUT_USEC;
 	int r;
 
 	r = path_prefix_root(root, JOURNAL_VARLINK_SOCKET, &path);

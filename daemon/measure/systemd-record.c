@@ -11,6 +11,7 @@
 
 #include "macros.h"
 #include "path-util.h"
+#include "time-util.h"
 #include "systemd-record.h"
 
 #define SYSTEMD_DEST      "org.freedesktop.systemd1"
@@ -18,13 +19,6 @@
 #define SYSTEMD_MANAGER   "org.freedesktop.systemd1.Manager"
 #define SYSTEMD_UNIT      "org.freedesktop.systemd1.Unit"
 #define JOURNAL_ENTRY_MAX 100000 /* entries looked at, however many the boot logged */
-
-static uint64_t now_usec(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 int systemd_own_unit(char **ret) {
 	_cleanup_free_ char *unit = NULL;
@@ -71,7 +65,7 @@ static int lookup_unit(const char *unit, UnitTimes *ret, void *userdata) {
 	const char *path;
 	int r;
 
-	if (now_usec() > rd->deadline)
+	if (now_monotonic_usec() > rd->deadline)
 		return -ETIMEDOUT;
 	r = sd_bus_call_method(rd->bus, SYSTEMD_DEST, SYSTEMD_PATH, SYSTEMD_MANAGER, "GetUnit", &e,
 	                       &reply, "s", unit);
@@ -116,7 +110,7 @@ static int reader_open(Reader *rd, const char *bus_address) {
 
 int systemd_unit_chain_read(const char *bus_address, const char *target, UnitChain *ret,
                             uint64_t *ret_userspace_us, char **ret_why) {
-	Reader rd = { .deadline = now_usec() + SYSTEMD_RECORD_DEADLINE_USEC,
+	Reader rd = { .deadline = now_monotonic_usec() + SYSTEMD_RECORD_DEADLINE_USEC,
 		      .error = SD_BUS_ERROR_NULL };
 	uint64_t userspace = 0;
 	int r;
@@ -235,7 +229,7 @@ int journal_unit_stops_read(const char *root, const char *boot_id, uint64_t cut_
                             char **ret_why) {
 	sd_journal *j = NULL;
 	Entries l = {};
-	uint64_t deadline = now_usec() + SYSTEMD_RECORD_DEADLINE_USEC;
+	uint64_t deadline = now_monotonic_usec() + SYSTEMD_RECORD_DEADLINE_USEC;
 	size_t seen = 0;
 	int r;
 
@@ -250,7 +244,7 @@ int journal_unit_stops_read(const char *root, const char *boot_id, uint64_t cut_
 		r = sd_journal_next(j);
 		if (r <= 0)
 			break;
-		if (now_usec() > deadline) {
+		if (now_monotonic_usec() > deadline) {
 			r = -ETIMEDOUT;
 			break;
 		}
