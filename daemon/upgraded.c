@@ -140,6 +140,7 @@ typedef struct Args {
 	const char *libvirt_uri;
 	uint64_t libvirt_timeout_usec;
 	bool check_config;
+	bool show;
 } Args;
 
 static void help(void) {
@@ -152,6 +153,8 @@ static void help(void) {
 	       "     --bus-address=ADDRESS  Connect to this bus instead of the system bus\n"
 	       "                            (default: $DBUS_SYSTEM_BUS_ADDRESS or the system bus)\n"
 	       "     --check-config         Validate the configuration and exit\n"
+	       "     --show                 With --check-config: print the settings in effect\n"
+	       "                            and where each came from\n"
 	       "     --libvirt-uri=URI      Manage the VMs of this libvirt connection\n"
 	       "                            (default: qemu:///system)\n"
 	       "     --libvirt-timeout=SEC  Deadline of every libvirt call: opening a connection,\n"
@@ -191,6 +194,8 @@ static int check_args(const Args *a) {
 		return log_error_errno(-EINVAL,
 		                       "--backend=, --kexec-trigger=, --running-kernel= "
 		                       "and --boot-id= are test options and need --root=.");
+	if (a->show && !a->check_config)
+		return log_error_errno(-EINVAL, "--show goes with --check-config.");
 	if (a->trigger && !streq(a->trigger, "systemd") && !streq(a->trigger, "record"))
 		return log_error_errno(-EINVAL, "Unknown --kexec-trigger '%s'.", a->trigger);
 	if (a->boot_id &&
@@ -205,6 +210,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		ARG_ROOT,
 		ARG_BUS_ADDRESS,
 		ARG_CHECK_CONFIG,
+		ARG_SHOW,
 		ARG_LOG_LEVEL,
 		ARG_BACKEND,
 		ARG_TRIGGER,
@@ -219,6 +225,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "bus-address", required_argument, NULL, ARG_BUS_ADDRESS },
 		{ "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+		{ "show", no_argument, NULL, ARG_SHOW },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
 		{ "backend", required_argument, NULL, ARG_BACKEND },
 		{ "kexec-trigger", required_argument, NULL, ARG_TRIGGER },
@@ -248,6 +255,9 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 			break;
 		case ARG_CHECK_CONFIG:
 			a->check_config = true;
+			break;
+		case ARG_SHOW:
+			a->show = true;
 			break;
 		case ARG_LOG_LEVEL:
 			l = log_level_from_string(optarg);
@@ -284,6 +294,33 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 	if (optind < argc)
 		return log_error_errno(-EINVAL, "upgraded takes no arguments.");
 	return check_args(a);
+}
+
+/* With --show: the settings the command line makes, and where each came from. */
+static void show_options(const Args *a) {
+	char timeout[32];
+
+	snprintf(timeout, sizeof(timeout), "%llu",
+	         (unsigned long long)((a->libvirt_timeout_usec ?: VM_CALL_TIMEOUT_DEFAULT) /
+	                              1000000ULL));
+	printf("\n# The command line's settings (options, not configuration files):\n");
+	printf("# --root=%-31s # %s\n", a->root ?: "/", a->root ? "--root" : "default");
+	printf("# --libvirt-uri=%-24s # %s\n", a->libvirt_uri ?: VMS_LIBVIRT_URI_DEFAULT,
+	       a->libvirt_uri ? "--libvirt-uri" : "default");
+	printf("# --libvirt-timeout=%-20s # %s\n", timeout,
+	       a->libvirt_timeout_usec ? "--libvirt-timeout" : "default");
+	printf("# --bus-address=%-24s # %s\n", a->bus_address ?: "(the system bus)",
+	       a->bus_address ? "--bus-address" : "default");
+}
+
+/* --check-config: "FILE:LINE: message" per error and a summary on stdout, warnings on
+ * stderr; with --show the settings in effect. 0 when the configuration loads. */
+static int check_config(const Args *a) {
+	int r = policy_check_config(a->root, a->show, stdout, stderr);
+
+	if (r >= 0 && a->show)
+		show_options(a);
+	return r < 0 ? -EBADMSG : 0;
 }
 
 /* Connects and completes the handshake (authentication, Hello) before returning: recovery runs
@@ -575,8 +612,7 @@ static int run(int argc, char *argv[]) {
 		return r;
 
 	if (a.check_config)
-		/* Prints "FILE:LINE: message" per error and a summary. */
-		return policy_check_config(a.root, stdout) < 0 ? -EBADMSG : 0;
+		return check_config(&a);
 
 	r = setup_context(&a, &c);
 	if (r < 0)

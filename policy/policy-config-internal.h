@@ -8,6 +8,60 @@
 
 #include "policy.h"
 
+typedef enum SettingKind {
+	SETTING_BOOL,
+	SETTING_MODE,
+	SETTING_STRATEGY,
+	SETTING_TAINT,
+	SETTING_PATH_LIST,
+	SETTING_WINDOW,
+	SETTING_COUNT,      /* unsigned, or "infinity" */
+	SETTING_SIZE_LIMIT, /* size, or "infinity" */
+	SETTING_PATH,
+	SETTING_BACKING_DIR, /* a directory, or empty: libvirt's qemu.conf says */
+	SETTING_MARGIN,
+	SETTING_SECONDS,
+	SETTING_PAUSE_SECONDS,
+	SETTING_PARALLEL,
+	SETTING_KEEP_RAM_DIGEST,
+	SETTING_KEEP_RAM_FALLBACK, /* checkpoint, or none */
+	SETTING_SHUTDOWN,          /* orderly, or fast */
+	SETTING_GLOB_LIST,
+	SETTING_METADATA,
+	SETTING_SIZE_OR_NONE,
+} SettingKind;
+
+typedef struct Setting {
+	const char *section; /* NULL: a [VMRule:NAME] key */
+	const char *key;
+	SettingKind kind;
+	bool list; /* may repeat: appends; empty assignment clears */
+} Setting;
+
+/* Every key of every section, in the order policy_show() prints them (policy-settings.c). */
+const Setting *policy_settings(size_t *ret_n);
+
+/* Where a setting came from (policy_show()): section ("VMRule:NAME" for a rule), key, and
+ * "FILE:LINE" (several joined with ", " for a list appended to; "default, ..." when it
+ * appended to the defaults). */
+typedef struct PolicyOrigin {
+	char *section;
+	char *key;
+	char *where;
+} PolicyOrigin;
+
+struct PolicyOrigins {
+	PolicyOrigin *items;
+	size_t n;
+	char **files; /* the files read, in order */
+};
+
+/* policy-config.c */
+void policy_origins_free(struct PolicyOrigins *o);
+/* The assignment at file:line set section/key (append: added to a list). */
+int policy_origin_note(Policy *p, const char *section, const char *key, const char *file,
+                       unsigned line, bool append);
+
 /* One assignment already made in the current file: duplicates are errors. */
 typedef struct Seen {
 	char *section;

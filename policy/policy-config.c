@@ -33,9 +33,23 @@ void policy_rule_done(PolicyVmRule *r) {
 	free(r->file);
 }
 
+void policy_origins_free(struct PolicyOrigins *o) {
+	if (!o)
+		return;
+	for (size_t i = 0; i < o->n; i++) {
+		free(o->items[i].section);
+		free(o->items[i].key);
+		free(o->items[i].where);
+	}
+	free(o->items);
+	strv_free(o->files);
+	free(o);
+}
+
 void policy_free(Policy *p) {
 	if (!p)
 		return;
+	policy_origins_free(p->origins);
 	strv_free(p->allowed_roots);
 	free(p->checkpoint_dir);
 	free(p->memory_backing_dir);
@@ -141,6 +155,66 @@ void policy_errors_print(const PolicyErrors *e, FILE *out) {
 	}
 }
 
+static struct PolicyOrigins *origins_get(Policy *p) {
+	if (!p->origins)
+		p->origins = calloc(1, sizeof(*p->origins));
+	return p->origins;
+}
+
+static PolicyOrigin *origin_find(const Policy *p, const char *section, const char *key) {
+	for (size_t i = 0; p->origins && i < p->origins->n; i++)
+		if (streq(p->origins->items[i].section, section) &&
+		    streq(p->origins->items[i].key, key))
+			return &p->origins->items[i];
+	return NULL;
+}
+
+int policy_origin_note(Policy *p, const char *section, const char *key, const char *file,
+                       unsigned line, bool append) {
+	struct PolicyOrigins *o = origins_get(p);
+	PolicyOrigin *e = origin_find(p, section, key), *n;
+	bool rule = strncmp(section, "VMRule:", 7) == 0;
+	char *where = NULL;
+
+	if (!o)
+		return -ENOMEM;
+	if (append && (e || !rule)) {
+		/* appended to the defaults, or to what earlier lines set */
+		if (asprintf(&where, "%s, %s:%u", e ? e->where : "default", file, line) < 0)
+			return -ENOMEM;
+	} else if (asprintf(&where, "%s:%u", file, line) < 0)
+		return -ENOMEM;
+	if (e) {
+		free(e->where);
+		e->where = where;
+		return 0;
+	}
+	n = realloc(o->items, sizeof(*n) * (o->n + 1));
+	if (!n) {
+		free(where);
+		return -ENOMEM;
+	}
+	o->items = n;
+	n[o->n] = (PolicyOrigin){ .section = strdup(section), .key = strdup(key), .where = where };
+	if (!n[o->n].section || !n[o->n].key) {
+		free(n[o->n].section);
+		free(n[o->n].key);
+		free(where);
+		return -ENOMEM;
+	}
+	o->n++;
+	return 0;
+}
+
+const char *policy_origin(const Policy *p, const char *section, const char *key) {
+	const PolicyOrigin *e;
+
+	if (!p || !section || !key)
+		return NULL;
+	e = origin_find(p, section, key);
+	return e ? e->where : "default";
+}
+
 int policy_finish(Policy *p, PolicyErrors *errors) {
 	PolicyErrors local = {};
 	PolicyErrors *e = errors ?: &local;
@@ -241,6 +315,8 @@ static int load_file(Policy *p, const char *path, bool may_be_missing, PolicyErr
 		                  r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
 		return r;
 	}
+	if (!origins_get(p) || strv_extend(&p->origins->files, path) < 0)
+		return -ENOMEM;
 	return policy_parse_buffer(p, path, data, size, errors);
 }
 
@@ -296,23 +372,5 @@ int policy_load(const char *root, Policy **ret, PolicyErrors *ret_errors) {
 		*ret = TAKE_PTR(p);
 out:
 	policy_errors_done(&local);
-	return r;
-}
-
-int policy_check_config(const char *root, FILE *out) {
-	_cleanup_(policy_freep) Policy *p = NULL;
-	PolicyErrors e = {};
-	int r;
-
-	r = policy_load(root, &p, &e);
-	policy_errors_print(&e, out);
-	if (r >= 0)
-		fprintf(out, "configuration OK\n");
-	else if (e.n > 0)
-		fprintf(out, "%zu error%s: the configuration would not be loaded\n", e.n,
-		        e.n == 1 ? "" : "s");
-	else
-		fprintf(out, "cannot load the configuration: %s\n", strerror(-r));
-	policy_errors_done(&e);
 	return r;
 }

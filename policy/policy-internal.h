@@ -8,6 +8,7 @@
 #include "macros.h"
 #include "policy.h"
 
+#define POLICY_CONFIG_DIR        "/etc/upgraded"
 #define POLICY_CONFIG_FILE       "/etc/upgraded/upgraded.conf"
 #define POLICY_CONFIG_DROPIN_DIR "/etc/upgraded/upgraded.conf.d"
 #define POLICY_CONFIG_MAX_SIZE   (1024 * 1024)
@@ -18,6 +19,8 @@
 int policy_parse_size(const char *s, uint64_t *ret);
 /* "Sat,Sun 02:00-04:00", "Mon-Fri 22:00-02:00", "03:00-04:00" (every day). */
 int policy_parse_window(const char *s, PolicyWindow *ret);
+/* The window as policy_parse_window() reads it ("Mon,Tue 02:00-04:00"); "" when unset. */
+const char *policy_window_format(const PolicyWindow *w, char buf[static 64]);
 bool policy_window_contains(const PolicyWindow *w, int wday, unsigned minute);
 /* Kernel taint letters ("O E", "OE") to a bit mask. */
 int policy_parse_taint(const char *s, uint64_t *ret);

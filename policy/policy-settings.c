@@ -22,36 +22,6 @@
 #define MAX_SHUTDOWN_TIMEOUT_SEC (24 * 3600)
 #define MAX_PAUSE_TIMEOUT_SEC    3600
 
-typedef enum SettingKind {
-	SETTING_BOOL,
-	SETTING_MODE,
-	SETTING_STRATEGY,
-	SETTING_TAINT,
-	SETTING_PATH_LIST,
-	SETTING_WINDOW,
-	SETTING_COUNT,      /* unsigned, or "infinity" */
-	SETTING_SIZE_LIMIT, /* size, or "infinity" */
-	SETTING_PATH,
-	SETTING_BACKING_DIR, /* a directory, or empty: libvirt's qemu.conf says */
-	SETTING_MARGIN,
-	SETTING_SECONDS,
-	SETTING_PAUSE_SECONDS,
-	SETTING_PARALLEL,
-	SETTING_KEEP_RAM_DIGEST,
-	SETTING_KEEP_RAM_FALLBACK, /* checkpoint, or none */
-	SETTING_SHUTDOWN,          /* orderly, or fast */
-	SETTING_GLOB_LIST,
-	SETTING_METADATA,
-	SETTING_SIZE_OR_NONE,
-} SettingKind;
-
-typedef struct Setting {
-	const char *section; /* NULL: a [VMRule:NAME] key */
-	const char *key;
-	SettingKind kind;
-	bool list; /* may repeat: appends; empty assignment clears */
-} Setting;
-
 static const Setting settings[] = {
 	{ "Handoff", "Mode", SETTING_MODE, false },
 	{ "Handoff", "AllowFast", SETTING_BOOL, false },
@@ -78,6 +48,11 @@ static const Setting settings[] = {
 	{ NULL, "MemoryBelow", SETTING_SIZE_OR_NONE, false },
 	{ NULL, "Strategy", SETTING_STRATEGY, false },
 };
+
+const Setting *policy_settings(size_t *ret_n) {
+	*ret_n = ELEMENTSOF(settings);
+	return settings;
+}
 
 static const char *const known_sections[] = { "Handoff", "Paths",   "Commit",
 	                                      "VM",      "Metrics", "Reports" };
@@ -549,6 +524,7 @@ int policy_config_handler(void *userdata, const char *section, const char *key, 
 	PolicyVmRule *rule = NULL;
 	const char *rule_name = NULL;
 	const Setting *s;
+	size_t n_errors;
 
 	if (c->oom)
 		return 1;
@@ -591,9 +567,18 @@ int policy_config_handler(void *userdata, const char *section, const char *key, 
 			return 1;
 		}
 	}
+	n_errors = c->errors->n;
 	if (value[0] == '\0')
-		return reset_setting(c, s, rule);
-	return apply_setting(c, s, rule, value);
+		reset_setting(c, s, rule);
+	else
+		apply_setting(c, s, rule, value);
+	/* Applied: this line is now where the setting comes from (or one of them, for a
+	 * list appended to). */
+	if (!c->oom && c->errors->n == n_errors &&
+	    policy_origin_note(c->policy, section, key, c->file, c->line,
+	                       s->list && value[0] != '\0') < 0)
+		c->oom = true;
+	return 1;
 }
 
 /* A policy_config_handler that accepts everything: used to find the lines libinih rejects. */

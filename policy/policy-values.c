@@ -186,3 +186,18 @@ const char *policy_taint_to_string(uint64_t taint, char buf[static 32]) {
 	buf[n] = '\0';
 	return buf;
 }
+
+const char *policy_window_format(const PolicyWindow *w, char buf[static 64]) {
+	static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!w->set)
+		return buf;
+	for (int d = 1; d <= 7; d++) /* Monday first, as people write it */
+		if (w->days & (1u << (d % 7)))
+			n += (size_t)snprintf(buf + n, 64 - n, "%s%s", n ? "," : "", days[d % 7]);
+	snprintf(buf + n, 64 - n, " %02u:%02u-%02u:%02u", w->start / 60, w->start % 60, w->end / 60,
+	         w->end % 60);
+	return buf;
+}

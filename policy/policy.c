@@ -678,19 +678,9 @@ static json_object *json_limit(uint64_t v) {
 }
 
 static json_object *json_window(const PolicyWindow *w) {
-	static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
 	char buf[64];
-	size_t n = 0;
 
-	if (!w->set)
-		return json_object_new_string("");
-	for (int d = 1; d <= 7; d++) /* Monday first, as people write it */
-		if (w->days & (1u << (d % 7)))
-			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? "," : "",
-			                      days[d % 7]);
-	snprintf(buf + n, sizeof(buf) - n, " %02u:%02u-%02u:%02u", w->start / 60, w->start % 60,
-	         w->end / 60, w->end % 60);
-	return json_object_new_string(buf);
+	return json_object_new_string(policy_window_format(w, buf));
 }
 
 static int rule_to_json(const PolicyVmRule *r, json_object **ret) {

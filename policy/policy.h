@@ -24,7 +24,8 @@
  *      the built-in defaults. Any error in any file fails the whole load: the
  *      caller keeps its previous Policy.
  *
- *   2. `upgraded --check-config`:  return policy_check_config(arg_root, stdout) == 0 ? 0 : 1;
+ *   2. `upgraded --check-config [--show]`:
+ *        return policy_check_config(arg_root, show, stdout, stderr) == 0 ? 0 : 1;
  *      It prints one "FILE:LINE: message" line per error and a summary, and
  *      returns 0 when the configuration loads, a negative errno otherwise.
  *
@@ -152,6 +153,9 @@ typedef struct Policy {
 
 	PolicyVmRule *rules;
 	size_t n_rules;
+
+	/* Where each setting came from, for policy_show() (policy-config.c); NULL: all defaults. */
+	struct PolicyOrigins *origins;
 } Policy;
 
 /* The effective settings as JSON, for Describe() and `upgradectl status`:
@@ -206,10 +210,27 @@ int policy_load(const char *root, Policy **ret, PolicyErrors *ret_errors);
 
 /*
  * For `upgraded --check-config`: loads like policy_load(), prints every error as
- * "FILE:LINE: message" to out, then "configuration OK" or "N error(s)".
+ * "FILE:LINE: message" to out, then "configuration OK" or "N error(s)"; with show, the
+ * settings in effect first (policy_show()). A configuration directory ROOT/etc/upgraded
+ * that does not exist is valid (the built-in defaults), but is warned about on err (out
+ * when NULL): it may be a mistyped --root=.
  * Returns 0 when the configuration is valid, otherwise what policy_load() returned.
  */
-int policy_check_config(const char *root, FILE *out);
+int policy_check_config(const char *root, bool show, FILE *out, FILE *err);
+
+/*
+ * For `upgraded --check-config --show`: every section and key in effect (defaults for what
+ * no file sets, each [VMRule:NAME] with its keys) as KEY=VALUE lines that parse back to the
+ * same settings, each followed by "# " and where it came from: "default", or FILE:LINE of
+ * the assignment that set it (a list appended to by several files names each of them).
+ * A header names the files read, in order.
+ */
+int policy_show(const Policy *p, FILE *out);
+
+/* Where the setting KEY of section ("VMRule:NAME" for a rule) came from, as policy_show()
+ * prints it: "default" when no file set it, "FILE:LINE", or several joined with ", " for
+ * a list. The string belongs to p; NULL only for NULL arguments. */
+const char *policy_origin(const Policy *p, const char *section, const char *key);
 
 /*
  * Applies one file's content (data, size; need not be NUL-terminated) on top of p,

@@ -13,6 +13,7 @@
 #include "macros.h"
 #include "path-util.h"
 #include "policy-internal.h"
+#include "policy-test-util.h"
 #include "string-util.h"
 
 #define GiB (UINT64_C(1) << 30)
@@ -497,32 +498,6 @@ static void test_taint(void **state) {
 
 /* ---------- policy_load() ---------- */
 
-static char *make_root(void) {
-	char *root = strdup("/tmp/test-policy-XXXXXX");
-
-	assert_non_null(root);
-	assert_non_null(mkdtemp(root));
-	return root;
-}
-
-static void write_at(const char *root, const char *path, const char *text) {
-	_cleanup_free_ char *full = NULL, *dir = NULL;
-
-	assert_int_equal(path_prefix_root(root, path, &full), 0);
-	dir = strdup(full);
-	*strrchr(dir, '/') = '\0';
-	assert_int_equal(mkdir_p(dir, 0755), 0);
-	assert_int_equal(write_file_atomic(full, text, strlen(text), 0644), 0);
-}
-
-static void rm_root(char *root) {
-	_cleanup_free_ char *cmd = NULL;
-
-	assert_true(asprintf(&cmd, "rm -rf '%s'", root) > 0);
-	assert_int_equal(system(cmd), 0);
-	free(root);
-}
-
 static void test_load_nothing_is_defaults(void **state) {
 	char *root = make_root();
 	Policy *p = NULL;
@@ -606,7 +581,7 @@ static void test_load_errors_fail_whole_load(void **state) {
 
 	/* --check-config prints the same errors and fails */
 	f = open_memstream(&out, &size);
-	assert_int_equal(policy_check_config(root, f), -EBADMSG);
+	assert_int_equal(policy_check_config(root, false, f, f), -EBADMSG);
 	fclose(f);
 	assert_true(asprintf(&dropin,
 	                     "%s/etc/upgraded/upgraded.conf.d/50-x.conf:4: Unknown key "
@@ -632,7 +607,7 @@ static void test_load_errors_fail_whole_load(void **state) {
 	/* fixed: OK */
 	write_at(root, "/etc/upgraded/upgraded.conf.d/50-x.conf", "[VM]\nSaveParallel=1\n");
 	f = open_memstream(&out, &size);
-	assert_int_equal(policy_check_config(root, f), 0);
+	assert_int_equal(policy_check_config(root, false, f, f), 0);
 	fclose(f);
 	assert_string_equal(out, "configuration OK\n");
 	assert_int_equal(policy_load(root, &p, NULL), 0);
