@@ -38,6 +38,12 @@
 #define UPGRADE_ERROR_NO_SAVED_STATE    UPGRADE_ERROR_PREFIX "NoSavedState"
 #define UPGRADE_ERROR_INVALID_VM_NAME   UPGRADE_ERROR_PREFIX "InvalidVMName"
 #define UPGRADE_ERROR_LIBVIRT_TIMEOUT   UPGRADE_ERROR_PREFIX "LibvirtTimeout"
+#define UPGRADE_ERROR_BUSY              UPGRADE_ERROR_PREFIX "Busy"
+#define UPGRADE_ERROR_INVALID_CONFIG    UPGRADE_ERROR_PREFIX "InvalidConfig"
 
-/* The polkit action guarding every mutating method. */
-#define UPGRADE_POLKIT_ACTION "org.upgraded.Upgrade1.manage"
+/* One polkit action per mutating method (units/org.upgraded.Upgrade1.policy). */
+#define UPGRADE_POLKIT_ACTION_STAGE      "org.upgraded.Upgrade1.stage"
+#define UPGRADE_POLKIT_ACTION_COMMIT     "org.upgraded.Upgrade1.commit"
+#define UPGRADE_POLKIT_ACTION_CANCEL     "org.upgraded.Upgrade1.cancel"
+#define UPGRADE_POLKIT_ACTION_RESTORE_VM "org.upgraded.Upgrade1.restore-vm"
+#define UPGRADE_POLKIT_ACTION_RELOAD     "org.upgraded.Upgrade1.reload"

@@ -675,6 +675,7 @@ static int run(int argc, char *argv[]) {
 	}
 	sd_event_source_disable_unref(extend);
 	free(mgr.commit_id); /* the last commit's id, kept for BadState messages */
+	free(mgr.abort_id);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
 	return 0;

@@ -134,8 +134,10 @@ static int request_kexec(Context *c, Update *u, void *userdata);
 static bool cancel_requested(Context *c, Update *u, void *userdata) {
 	Manager *mgr = userdata;
 
-	return mgr->commit_job && streq_ptr(mgr->commit_id, u->id) &&
-	       job_is_cancelled(mgr->commit_job);
+	/* Cancel() of the running commit, or of a stuck one (bus-cancel.c) */
+	return (mgr->commit_job && streq_ptr(mgr->commit_id, u->id) &&
+	        job_is_cancelled(mgr->commit_job)) ||
+	       streq_ptr(mgr->abort_id, u->id);
 }
 
 static void emit_on_loop(void *userdata) {

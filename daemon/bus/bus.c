@@ -17,33 +17,8 @@
 #include "upgrade-bus.h"
 #include "vm.h"
 
-#define POLKIT_NAME         "org.freedesktop.PolicyKit1"
-#define POLKIT_PATH         "/org/freedesktop/PolicyKit1/Authority"
-#define POLKIT_IFACE        "org.freedesktop.PolicyKit1.Authority"
-#define POLKIT_INTERACTIVE  1u
-/* Interactive authentication waits for a human. */
-#define POLKIT_TIMEOUT_USEC (5ULL * 60 * 1000000)
-
 /* The one Manager (properties of update objects get the Update as userdata). */
 static Manager *the_manager;
-
-typedef int (*AuthContinuation)(sd_bus_message *m, Manager *mgr, sd_bus_error *error);
-
-typedef struct PendingAuth {
-	Manager *manager;
-	sd_bus_message *message;
-	AuthContinuation cont;
-	bool interactive;
-} PendingAuth;
-
-static void pending_auth_free(void *userdata) {
-	PendingAuth *p = userdata;
-
-	if (!p)
-		return;
-	sd_bus_message_unref(p->message);
-	free(p);
-}
 
 /* Hands userdata to a floating slot that frees it with destroy, whether the reply
  * came or the bus went away first (the daemon stopping with a call pending). */
@@ -66,134 +41,6 @@ int update_object_path(const Update *u, char **ret) {
 	if (asprintf(ret, "%s/%s", UPGRADE_UPDATE_PREFIX, u->id) < 0)
 		return -ENOMEM;
 	return 0;
-}
-
-/* Replies to m from a continuation's outcome (used after async polkit). */
-static void reply_outcome(sd_bus_message *m, int r, sd_bus_error *error) {
-	if (r >= 0)
-		return;
-	if (sd_bus_error_is_set(error))
-		(void)sd_bus_reply_method_error(m, error);
-	else
-		(void)sd_bus_reply_method_errno(m, r, NULL);
-}
-
-static int polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-	PendingAuth *p = userdata;
-	const sd_bus_error *e;
-	int authorized = 0, challenge = 0, r;
-
-	e = sd_bus_message_get_error(reply);
-	if (e) {
-		if (sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN,
-		                           SD_BUS_ERROR_NAME_HAS_NO_OWNER))
-			r = sd_bus_error_setf(&error, UPGRADE_ERROR_PERMISSION_DENIED,
-			                      "Only root may do this: polkit is not running to "
-			                      "authorize action %s.",
-			                      UPGRADE_POLKIT_ACTION);
-		else
-			r = sd_bus_error_setf(&error, UPGRADE_ERROR_PERMISSION_DENIED,
-			                      "Authorization check for action %s failed: %s",
-			                      UPGRADE_POLKIT_ACTION, e->message ?: e->name);
-		reply_outcome(p->message, r, &error);
-		return 0;
-	}
-
-	r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
-	if (r >= 0)
-		r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
-	if (r < 0) {
-		r = sd_bus_error_setf(&error, UPGRADE_ERROR_PERMISSION_DENIED,
-		                      "Unexpected reply from polkit for action %s.",
-		                      UPGRADE_POLKIT_ACTION);
-		reply_outcome(p->message, r, &error);
-		return 0;
-	}
-	if (!authorized) {
-		r = sd_bus_error_setf(&error, UPGRADE_ERROR_PERMISSION_DENIED,
-		                      challenge && !p->interactive
-		                              ? "Action %s needs interactive authentication "
-		                                "(try without --no-ask-password)."
-		                              : "Not authorized for action %s.",
-		                      UPGRADE_POLKIT_ACTION);
-		reply_outcome(p->message, r, &error);
-		return 0;
-	}
-
-	r = sd_bus_message_rewind(p->message, true);
-	if (r >= 0)
-		r = p->cont(p->message, p->manager, &error);
-	reply_outcome(p->message, r, &error);
-	return 0; /* p is freed with the slot */
-}
-
-/*
- * Root goes straight to cont. Anyone else needs polkit's yes for
- * org.upgraded.Upgrade1.manage: the check is asynchronous, cont runs (and
- * replies) when polkit answered. Returns 1 when the reply comes later.
- */
-static int authorize(Manager *mgr, sd_bus_message *m, AuthContinuation cont, sd_bus_error *error) {
-	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *q = NULL;
-	sd_bus_slot *slot = NULL;
-	PendingAuth *p;
-	const char *sender;
-	bool interactive;
-	uid_t uid;
-	int r;
-
-	/* Only what the bus daemon vouches for: the effective uid it took with SO_PEERCRED
-	 * when the caller connected (GetConnectionCredentials' UnixUserID, which sd-bus
-	 * files under EUID). No SD_BUS_CREDS_AUGMENT: that fills gaps from /proc/PID, and a
-	 * caller that exits and whose PID is reused by another process would be judged by
-	 * that process's uid. */
-	r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
-	if (r < 0)
-		return r;
-	r = sd_bus_creds_get_euid(creds, &uid);
-	if (r < 0)
-		return sd_bus_error_setf(error, UPGRADE_ERROR_PERMISSION_DENIED,
-		                         "Cannot identify the caller: %s.", strerror(-r));
-	if (uid == 0) {
-		r = sd_bus_message_rewind(m, true);
-		if (r < 0)
-			return r;
-		return cont(m, mgr, error);
-	}
-
-	sender = sd_bus_message_get_sender(m);
-	if (!sender)
-		return sd_bus_error_setf(error, UPGRADE_ERROR_PERMISSION_DENIED,
-		                         "Cannot identify the caller.");
-	interactive = sd_bus_message_get_allow_interactive_authorization(m) > 0;
-	r = sd_bus_message_new_method_call(mgr->bus, &q, POLKIT_NAME, POLKIT_PATH, POLKIT_IFACE,
-	                                   "CheckAuthorization");
-	if (r >= 0)
-		r = sd_bus_message_append(q, "(sa{sv})s", "system-bus-name", 1, "name", "s", sender,
-		                          UPGRADE_POLKIT_ACTION);
-	if (r >= 0)
-		r = sd_bus_message_append(q, "a{ss}us", 0, interactive ? POLKIT_INTERACTIVE : 0u,
-		                          "");
-	if (r < 0)
-		return r;
-
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	*p = (PendingAuth){ .manager = mgr,
-		            .message = sd_bus_message_ref(m),
-		            .cont = cont,
-		            .interactive = interactive };
-	r = sd_bus_call_async(mgr->bus, &slot, q, polkit_reply, p, POLKIT_TIMEOUT_USEC);
-	if (r < 0) {
-		pending_auth_free(p);
-		return r;
-	}
-	r = bus_slot_own(slot, p, pending_auth_free);
-	if (r < 0)
-		return r;
-	return 1;
 }
 
 /* ---- properties ---- */
@@ -308,7 +155,7 @@ static int method_stage(sd_bus_message *m, void *userdata, sd_bus_error *error) 
 	if (r < 0)
 		return r;
 	/* 2. Authorize; 3. stage (files are only looked at for authorized callers). */
-	return authorize(mgr, m, stage_authorized, error);
+	return bus_authorize(mgr, m, UPGRADE_POLKIT_ACTION_STAGE, stage_authorized, error);
 }
 
 /* ---- jobs: Commit, PlanCommit, RestoreVM run off the event loop (job.h) ---- */
@@ -460,11 +307,12 @@ static int method_commit(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	r = bus_read_commit_options(m, error);
 	if (r < 0)
 		return r;
-	return authorize(userdata, m, commit_authorized, error);
+	return bus_authorize(userdata, m, UPGRADE_POLKIT_ACTION_COMMIT, commit_authorized, error);
 }
 
 static int cancel_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *error) {
 	const char *id;
+	bool running;
 	Update *u;
 	int r;
 
@@ -474,19 +322,31 @@ static int cancel_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *erro
 	r = context_lookup(mgr->context, id, &u, error);
 	if (r < 0)
 		return r;
+	running = mgr->commit_job && streq_ptr(mgr->commit_id, u->id);
 	/* A commit before the point of no return: its job stops the saves, gives every VM
 	 * back and removes the images; State tells when that is done. */
-	if (u->state == UPDATE_COMMITTING && streq(u->phase, PHASE_PRE_HANDOFF) &&
-	    mgr->commit_job && streq_ptr(mgr->commit_id, u->id)) {
+	if (u->state == UPDATE_COMMITTING && running && streq(u->phase, PHASE_PRE_HANDOFF)) {
 		log_info("Update %s: cancel requested during the pre-handoff steps.", u->id);
 		job_cancel(mgr->commit_job);
 		return sd_bus_reply_method_return(m, NULL);
 	}
-	if (u->state == UPDATE_COMMITTING || u->state == UPDATE_COMPLETING)
+	if (u->state == UPDATE_COMMITTING && running)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
-		                         "Update %s is %s in phase %s: past the point of no return "
-		                         "(or rolling back), it cannot be cancelled.",
-		                         u->id, update_state_to_string(u->state), u->phase);
+		                         "Update %s is writing its handoff record and requesting "
+		                         "the kexec (phase %s): it cannot be stopped half-way. If "
+		                         "no kexec follows, `upgradectl cancel %s` rolls it back "
+		                         "once its commit job ended.",
+		                         u->id, u->phase, u->id);
+	/* Stuck: no job runs it any more (upgraded(8), STUCK UPDATES). */
+	if (u->state == UPDATE_COMMITTING)
+		return manager_cancel_stuck(mgr, m, u, error);
+	if (u->state == UPDATE_COMPLETING)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
+		                         "Update %s is completing on the new kernel (phase %s): "
+		                         "nothing can be cancelled. Wait for it (`upgradectl "
+		                         "watch`); a VM left saved is restored with `upgradectl "
+		                         "restore-vm NAME`.",
+		                         u->id, u->phase);
 	r = context_cancel(mgr->context, id, error);
 	if (r < 0)
 		return r;
@@ -500,7 +360,7 @@ static int method_cancel(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	r = sd_bus_message_read(m, "s", &id);
 	if (r < 0)
 		return r;
-	return authorize(userdata, m, cancel_authorized, error);
+	return bus_authorize(userdata, m, UPGRADE_POLKIT_ACTION_CANCEL, cancel_authorized, error);
 }
 
 static int method_list_updates(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -614,7 +474,8 @@ static int method_restore_vm(sd_bus_message *m, void *userdata, sd_bus_error *er
 	if (!*name || strlen(name) > 256 || string_has_cc(name))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_VM_NAME,
 		                         "'%s' is not a VM name.", QUOTE_CUT(name, 64));
-	return authorize(userdata, m, restore_vm_authorized, error);
+	return bus_authorize(userdata, m, UPGRADE_POLKIT_ACTION_RESTORE_VM, restore_vm_authorized,
+	                     error);
 }
 
 static int property_get_vms(sd_bus *bus, const char *path, const char *iface, const char *property,
@@ -680,6 +541,8 @@ static const sd_bus_vtable manager_vtable[] = {
 	                        method_plan_commit, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("RestoreVM", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT,
 	                        method_restore_vm, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload,
+	                        SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_ARGS("ReportReady", SD_BUS_ARGS("s", id, "s", path), 0),
 	SD_BUS_VTABLE_END,
 };

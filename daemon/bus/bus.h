@@ -27,7 +27,25 @@ typedef struct Manager {
 	VmWiring *vms;   /* RestoreVM(); NULL: not offered */
 	Job *commit_job; /* the running commit (Cancel stops it), NULL: none */
 	char *commit_id;
+	char *abort_id; /* the stuck update Cancel is rolling back (bus-cancel.c), NULL: none */
 } Manager;
+
+/* What a method does once its caller is authorized (bus-polkit.c). */
+typedef int (*AuthContinuation)(sd_bus_message *m, Manager *mgr, sd_bus_error *error);
+
+/* Root goes straight to cont. Anyone else needs polkit's yes for action (a string constant,
+ * one per method: UPGRADE_POLKIT_ACTION_*): the check is asynchronous, cont runs (and
+ * replies) when polkit answered. Returns 1 when the reply comes later. A refusal names
+ * the action (PermissionDenied). */
+int bus_authorize(Manager *mgr, sd_bus_message *m, const char *action, AuthContinuation cont,
+                  sd_bus_error *error);
+
+/* Cancel() of update u, stuck in committing with no commit job running it: rolled back unless
+ * the kexec is under way (bus-cancel.c). Returns 1 when the reply comes later. */
+int manager_cancel_stuck(Manager *mgr, sd_bus_message *m, Update *u, sd_bus_error *error);
+
+/* Reload(): the policy read again, refused while anything reads it (bus-reload.c). */
+int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error);
 
 /* The context's callbacks turned into signals, the kexec request and sd_notify (bus-notify.c). */
 void manager_context_ops(Manager *m, ContextOps *ret);

@@ -321,6 +321,19 @@ void context_handoff_result(Context *c, Update *u, int r, const char *why) {
 	(void)context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF_REQUESTED, 100);
 }
 
+int context_abort_stuck(Context *c, Update *u) {
+	_cleanup_free_ char *why = NULL;
+
+	if (u->state != UPDATE_COMMITTING || c->panic_kernel ||
+	    (u->handoff_boot_id && !streq(u->handoff_boot_id, c->boot_id)))
+		return -ESTALE;
+	if (streq(u->phase, PHASE_ROLLBACK))
+		return context_commit_fail(c, u, u->error ?: "rollback resumed by Cancel");
+	if (asprintf(&why, "cancelled while stuck in phase '%s' before the kexec", u->phase) < 0)
+		return -ENOMEM;
+	return context_commit_fail(c, u, why);
+}
+
 int context_cancel(Context *c, const char *id, sd_bus_error *error) {
 	Update *u;
 	int r;
@@ -330,8 +343,8 @@ int context_cancel(Context *c, const char *id, sd_bus_error *error) {
 		return r;
 	if (u->state != UPDATE_STAGED)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_BAD_STATE,
-		                         "Update %s is %s, only a staged update can be cancelled.",
-		                         u->id, update_state_to_string(u->state));
+		                         "Update %s is %s: nothing left to cancel.", u->id,
+		                         update_state_to_string(u->state));
 
 	r = update_add_stamp(u, "cancelled", false, c->boot_id);
 	if (r < 0)

@@ -128,6 +128,26 @@ KexecImage context_staged_image(const Update *u, const ImageFile *k, const Image
 		             .mode = HANDOFF_MODE_VERIFIED };
 }
 
+/* Another update is in flight: what to do about it, in the words Cancel uses. */
+static int stage_refuse_active(const Update *a, sd_bus_error *error) {
+	if (a->state == UPDATE_STAGED)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_ALREADY_STAGED,
+		                         "Update %s is already staged; cancel it first: "
+		                         "`upgradectl cancel %s`.",
+		                         a->id, a->id);
+	if (a->state == UPDATE_COMMITTING)
+		return sd_bus_error_setf(
+		        error, UPGRADE_ERROR_ALREADY_STAGED,
+		        "Update %s is committing (phase %s). If it is stuck before "
+		        "the kexec, `upgradectl cancel %s` rolls it back "
+		        "(upgraded(8), STUCK UPDATES); then stage again.",
+		        a->id, a->phase, a->id);
+	return sd_bus_error_setf(error, UPGRADE_ERROR_ALREADY_STAGED,
+	                         "Update %s is %s (phase %s) on the new kernel; wait for it "
+	                         "(`upgradectl watch`).",
+	                         a->id, update_state_to_string(a->state), a->phase);
+}
+
 /* Step 1 of stage: validates the request and opens the files, touching nothing.
  * *ret_carried: the memmap= words carried over from the running command line. */
 static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdline,
@@ -139,9 +159,7 @@ static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdlin
 	int r;
 
 	if (c->active)
-		return sd_bus_error_setf(error, UPGRADE_ERROR_ALREADY_STAGED,
-		                         "Update %s is already %s; cancel it first.", c->active->id,
-		                         update_state_to_string(c->active->state));
+		return stage_refuse_active(c->active, error);
 	if (req->reuse_cmdline) {
 		if (req->cmdline && *req->cmdline)
 			return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,

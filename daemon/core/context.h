@@ -129,6 +129,11 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 int context_commit_run(Context *c, Update *u);
 void context_handoff_result(Context *c, Update *u, int r, const char *why);
 int context_cancel(Context *c, const char *id, sd_bus_error *error);
+/* The way out of an update stuck in committing in this boot (docs/reliability.md, "Stuck
+ * updates"): no commit job runs it any more and the kexec is not under way (the caller
+ * checked both). Rolled back like a failed commit (VMs given back, image unloaded), it ends
+ * cancelled when ops.cancel_requested says so. -ESTALE when u is not such an update. */
+int context_abort_stuck(Context *c, Update *u);
 /* `upgradectl commit --dry-run`: the decisions a commit of id would take now
  * (handoff, per-VM strategies, preconditions) as JSON; changes nothing. */
 int context_plan_commit(Context *c, const char *id, char **ret_json, sd_bus_error *error);

@@ -9,6 +9,9 @@
 #   echo "1..$n"; [ "$failures" -eq 0 ]
 #   ok TEXT / not_ok TEXT           one result
 #   check DESCRIPTION COMMAND...    ok when the command succeeds
+#   expect_fail DESCRIPTION EXIT_CODE PATTERN COMMAND...
+#                                   ok when the command exits EXIT_CODE with PATTERN (grep)
+#                                   on stderr; needs T
 #
 # A private system-like bus:
 #   start_bus BUS_CONF_IN POLICY [SED_ARGS...]
@@ -37,6 +40,18 @@ check() {
         local what=$1
         shift
         if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+expect_fail() {
+        local what=$1 code=$2 name=$3 rc
+        shift 3
+        "$@" >"$T/out" 2>"$T/err"
+        rc=$?
+        if [ "$rc" -eq "$code" ] && grep -q -- "$name" "$T/err"; then
+                ok "$what"
+        else
+                not_ok "$what (exit $rc, want $code and '$name'): $(cat "$T/err")"
+        fi
 }
 
 start_bus() {
