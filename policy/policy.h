@@ -220,10 +220,10 @@ int policy_check_config(const char *root, bool show, FILE *out, FILE *err);
 
 /*
  * For `upgraded --check-config --show`: every section and key in effect (defaults for what
- * no file sets, each [VMRule:NAME] with its keys) as KEY=VALUE lines that parse back to the
- * same settings, each followed by "# " and where it came from: "default", or FILE:LINE of
- * the assignment that set it (a list appended to by several files names each of them).
- * A header names the files read, in order.
+ * no file sets, each [VMRule:NAME] with its keys) as KEY=VALUE lines in the files' syntax
+ * (a list shows its whole value, defaults included), each followed by "# " and where it
+ * came from: "default", or FILE:LINE of the assignment that set it (a list appended to
+ * by several lines names each of them). A header names the files read, in order.
  */
 int policy_show(const Policy *p, FILE *out);
 
