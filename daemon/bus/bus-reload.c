@@ -31,7 +31,7 @@ static int reload_busy(Manager *mgr, sd_bus_error *error) {
 		return sd_bus_error_setf(error, UPGRADE_ERROR_BUSY,
 		                         "A commit is running (update %s): it keeps the policy it "
 		                         "began with. Reload once it ended.",
-		                         strna(mgr->commit_id));
+		                         u ? u->id : strna(mgr->commit_id));
 	if (u && (u->state == UPDATE_COMMITTING || u->state == UPDATE_COMPLETING))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_BUSY,
 		                         "Update %s is %s (phase %s): it keeps the policy it began "

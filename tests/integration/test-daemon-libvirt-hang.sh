@@ -61,6 +61,7 @@ ID=$("$CTL" stage "/boot/vmlinuz-$NEW")
 check "stage prints an id" grep -qE '^[0-9a-f]{16}$' <<<"$ID"
 
 now_ms() { date +%s%3N; }
+reload() { busctl call org.upgraded.Upgrade1 /org/upgraded/Upgrade1 org.upgraded.Upgrade1.Manager Reload; }
 # Describe every 200 ms while a command runs; prints the slowest answer in ms.
 describe_while() { # describe_while PID
         local worst=0 t0 dt
@@ -79,6 +80,9 @@ describe_while() { # describe_while PID
 t0=$(now_ms)
 "$CTL" commit --dry-run >"$T/plan.out" 2>&1 &
 plan_pid=$!
+sleep 1
+reload >"$T/reload.out" 2>&1
+check "Reload while PlanCommit's job reads the policy -> Busy" grep -q "job(s) running (the recovery, PlanCommit or RestoreVM) read the policy" "$T/reload.out"
 worst=$(describe_while "$plan_pid")
 wait "$plan_pid"
 rc=$? took=$(($(now_ms) - t0))
@@ -91,6 +95,10 @@ check "Describe answered meanwhile, slowest $worst ms (< 1000)" test "$worst" -l
 t0=$(now_ms)
 "$CTL" commit >"$T/commit.out" 2>&1 &
 commit_pid=$!
+sleep 1
+reload >"$T/reload.out" 2>&1
+sed 's/^/# reload: /' "$T/reload.out"
+check "Reload while the commit job runs -> Busy naming the update" grep -q "A commit is running (update $ID): it keeps the policy it began with" "$T/reload.out"
 worst=$(describe_while "$commit_pid")
 wait "$commit_pid"
 rc=$? took=$(($(now_ms) - t0))
