@@ -42,6 +42,19 @@ static void stuck_cancel_free(void *userdata) {
 	free(s);
 }
 
+static StuckCancel *stuck_cancel_new(Manager *mgr, sd_bus_message *m, const char *id) {
+	StuckCancel *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->id = strdup(id))) {
+		free(s);
+		return NULL;
+	}
+	s->manager = mgr;
+	s->message = sd_bus_message_ref(m);
+	s->error = SD_BUS_ERROR_NULL;
+	return s;
+}
+
 /* ---- the rollback, a job (libvirt calls) ---- */
 
 static int stuck_cancel_run(Job *j, void *userdata) {
@@ -113,9 +126,9 @@ static int refuse_pending(sd_bus_error *error, const char *id, const char *what,
 
 /* systemd's ListJobs() answer: a job for a unit that takes the machine down refuses. */
 static int jobs_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-	StuckCancel *s = userdata;
+	StuckCancel *s = userdata, *copy;
 	const sd_bus_error *e = sd_bus_message_get_error(reply);
-	const char *unit, *type, *state;
+	const char *unit, *type, *state, *job_path, *unit_path;
 	uint32_t job;
 	int r;
 
@@ -126,12 +139,12 @@ static int jobs_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
 		        "Cannot ask systemd whether the kexec of update %s "
 		        "is under way (%s); nothing was changed.",
 		        s->id, e->message ?: e->name);
-		goto out;
+		return 0;
 	}
 	/* No systemd on this bus: nothing can be under way. */
 	r = e ? 0 : sd_bus_message_enter_container(reply, 'a', "(usssoo)");
 	while (r > 0 && (r = sd_bus_message_read(reply, "(usssoo)", &job, &unit, &type, &state,
-	                                         NULL, NULL)) > 0)
+	                                         &job_path, &unit_path)) > 0)
 		for (size_t i = 0; i < ELEMENTSOF(going_down_units); i++) {
 			_cleanup_free_ char *what = NULL, *stop = NULL;
 
@@ -141,22 +154,23 @@ static int jobs_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_e
 			             unit, state) < 0 ||
 			    asprintf(&stop, "stop that job (`systemctl cancel %u`)", job) < 0) {
 				(void)sd_bus_reply_method_errno(s->message, ENOMEM, NULL);
-				goto out;
+				return 0;
 			}
 			(void)refuse_pending(&s->error, s->id, what, stop);
 			(void)sd_bus_reply_method_error(s->message, &s->error);
-			goto out;
+			return 0;
 		}
 	if (r < 0) {
 		(void)sd_bus_reply_method_errno(s->message, -r, NULL);
-		goto out;
+		return 0;
 	}
-	r = stuck_cancel_start(s);
-	if (r >= 0)
-		return 0; /* the job owns s now */
-	(void)sd_bus_reply_method_errno(s->message, -r, NULL);
-out:
-	stuck_cancel_free(s);
+	/* The job gets its own copy: s belongs to the call's slot. */
+	copy = stuck_cancel_new(s->manager, s->message, s->id);
+	r = copy ? stuck_cancel_start(copy) : -ENOMEM;
+	if (r < 0) {
+		stuck_cancel_free(copy);
+		(void)sd_bus_reply_method_errno(s->message, -r, NULL);
+	}
 	return 0;
 }
 
@@ -171,6 +185,7 @@ static bool record_pending(Manager *mgr, const char *id) {
 }
 
 int manager_cancel_stuck(Manager *mgr, sd_bus_message *m, Update *u, sd_bus_error *error) {
+	sd_bus_slot *slot = NULL;
 	StuckCancel *s;
 	int r;
 
@@ -187,26 +202,25 @@ int manager_cancel_stuck(Manager *mgr, sd_bus_message *m, Update *u, sd_bus_erro
 		return refuse_pending(error, u->id, "its kexec request is recorded (test trigger)",
 		                      "remove /run/upgraded/kexec-requested.json");
 
-	s = calloc(1, sizeof(*s));
-	if (!s || !(s->id = strdup(u->id))) {
-		free(s);
+	s = stuck_cancel_new(mgr, m, u->id);
+	if (!s)
 		return -ENOMEM;
-	}
-	s->manager = mgr;
-	s->message = sd_bus_message_ref(m);
-	s->error = SD_BUS_ERROR_NULL;
 	if (mgr->trigger == KEXEC_TRIGGER_RECORD) {
 		r = stuck_cancel_start(s);
 		if (r < 0)
 			stuck_cancel_free(s);
 		return r < 0 ? r : 1;
 	}
+	/* s belongs to the call's slot (freed with it, also when the bus goes first). */
 	r = sd_bus_call_method_async(
-	        mgr->bus, NULL, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+	        mgr->bus, &slot, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
 	        "org.freedesktop.systemd1.Manager", "ListJobs", jobs_reply, s, NULL);
 	if (r < 0) {
 		stuck_cancel_free(s);
 		return r;
 	}
+	r = bus_slot_own(slot, s, stuck_cancel_free);
+	if (r < 0)
+		return r;
 	return 1; /* jobs_reply() answers */
 }
