@@ -151,7 +151,7 @@ int cli_call_string(sd_bus *bus, const char *method, const char *arg, char **ret
 	"    2  invalid command line\n"                                                         \
 	"    3  the daemon rejected the input (InvalidPath, NotAllowedPath, UnsafeFile,\n"      \
 	"       InvalidImage, InvalidCmdline, InvalidOption, InvalidId)\n"                      \
-	"    4  permission denied (root or the verb's polkit action, org.upgraded.Upgrade1.*)\n" \
+	"    4  permission denied (root or polkit action org.upgraded.Upgrade1.<verb>)\n"       \
 	"    5  no such update or report\n"                                                     \
 	"    6  wrong state (AlreadyStaged, BadState)\n"                                        \
 	"    7  kexec unavailable or the kernel refused to load the image\n"                    \
