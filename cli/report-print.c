@@ -72,8 +72,9 @@ static void print_clocks(FILE *f, json_object *o) {
 		        strna(cli_jstr(v, "name")));
 		n++;
 		if (json_object_get_boolean(cli_jobj(c, "synced")))
-			fprintf(f, "synced in %.3f ms\n",
-			        (double)json_object_get_int64(cli_jobj(c, "sync_time")) / 1e3);
+			fprintf(f, "synced in %.3f ms, was %.3f s behind\n",
+			        (double)json_object_get_int64(cli_jobj(c, "sync_time")) / 1e3,
+			        (double)json_object_get_int64(cli_jobj(c, "behind")) / 1e6);
 		else
 			fprintf(f, "not synced: %s\n", strna(cli_jstr(c, "reason")));
 	}

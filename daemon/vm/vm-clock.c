@@ -40,7 +40,7 @@ static void clock_failed(VmResult *r) {
 	const virError *e = virGetLastError();
 	const char *msg = vm_last_error();
 
-	if (e && e->code == VIR_ERR_AGENT_UNRESPONSIVE && strstr(msg, "not configured"))
+	if (strstr(msg, "agent is not configured"))
 		clock_not_synced(r, "no guest agent channel configured", NULL);
 	else if (e && (e->code == VIR_ERR_AGENT_UNRESPONSIVE || e->code == VIR_ERR_AGENT_UNSYNCED))
 		clock_not_synced(r, "the guest agent did not answer", msg);
@@ -52,7 +52,9 @@ static void clock_failed(VmResult *r) {
 static void clock_sync_one(virConnectPtr c, VmResult *r, int timeout_sec) {
 	_cleanup_domain_ virDomainPtr dom = vm_lookup(c, r);
 	struct timespec now;
-	usec_t t0;
+	long long guest_sec;
+	unsigned guest_nsec;
+	usec_t t0, host;
 	int k;
 
 	if (!dom) {
@@ -65,9 +67,19 @@ static void clock_sync_one(virConnectPtr c, VmResult *r, int timeout_sec) {
 		clock_not_synced(r, "cannot bound the guest agent's answer", vm_last_error());
 		return;
 	}
+	/* Reading the guest's clock first says how far behind it is, and gets libvirt's handshake
+	 * with a guest just resumed out of the way: the time set below is taken right before the
+	 * command itself, which then lands within one agent round trip. */
 	t0 = vm_now(CLOCK_MONOTONIC);
-	clock_gettime(CLOCK_REALTIME, &now);
-	k = virDomainSetTime(dom, (long long)now.tv_sec, (unsigned)now.tv_nsec, 0);
+	k = virDomainGetTime(dom, &guest_sec, &guest_nsec, 0);
+	if (k >= 0) {
+		host = vm_now(CLOCK_REALTIME);
+		r->clock_behind =
+		        (int64_t)host - (guest_sec * 1000000LL + (long long)guest_nsec / 1000);
+		r->clock_behind_known = true;
+		clock_gettime(CLOCK_REALTIME, &now);
+		k = virDomainSetTime(dom, (long long)now.tv_sec, (unsigned)now.tv_nsec, 0);
+	}
 	r->clock_sync_time = vm_now(CLOCK_MONOTONIC) - t0;
 	if (k < 0)
 		clock_failed(r);

@@ -358,6 +358,8 @@ static void clock_sync_to_json(const VmResult *r, struct json_object *o) {
 	json_object_object_add(
 	        c, "sync_time",
 	        r->clock_sync_time ? json_object_new_int64((int64_t)r->clock_sync_time) : NULL);
+	json_object_object_add(
+	        c, "behind", r->clock_behind_known ? json_object_new_int64(r->clock_behind) : NULL);
 	json_object_object_add(c, "reason",
 	                       r->clock_sync_reason ? json_object_new_string(r->clock_sync_reason)
 	                                            : NULL);
@@ -429,7 +431,7 @@ static int json_get_string(struct json_object *o, const char *key, bool required
 }
 
 static int clock_sync_from_json(struct json_object *o, VmResult *r) {
-	struct json_object *c, *synced, *reason;
+	struct json_object *c, *synced, *reason, *behind;
 
 	if (!json_object_object_get_ex(o, "clock_sync", &c) || !c)
 		return 0;
@@ -440,6 +442,12 @@ static int clock_sync_from_json(struct json_object *o, VmResult *r) {
 	    json_get_usec(c, "sync_time", &r->clock_sync_time) < 0)
 		return -EBADMSG;
 	r->clock_sync = json_object_get_boolean(synced) ? VM_CLOCK_SYNC_DONE : VM_CLOCK_SYNC_FAILED;
+	if (json_object_object_get_ex(c, "behind", &behind) && behind) {
+		if (!json_object_is_type(behind, json_type_int))
+			return -EBADMSG;
+		r->clock_behind = json_object_get_int64(behind);
+		r->clock_behind_known = true;
+	}
 	if (json_object_object_get_ex(c, "reason", &reason) && reason) {
 		if (!json_object_is_type(reason, json_type_string))
 			return -EBADMSG;

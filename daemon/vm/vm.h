@@ -219,7 +219,9 @@ typedef struct VmResult {
 	/* The guest's clock after the restore (vm_sync_clocks()). */
 	VmClockSync clock_sync;
 	usec_t clock_synced_at;  /* wall clock handed to the guest */
-	usec_t clock_sync_time;  /* monotonic duration of the agent call */
+	usec_t clock_sync_time;  /* monotonic duration of the agent calls */
+	int64_t clock_behind;    /* host minus guest wall clock before, µs (< 0: ahead) */
+	bool clock_behind_known; /* the guest's clock was read */
 	char *clock_sync_reason; /* why the clock was not set */
 } VmResult;
 
@@ -238,7 +240,7 @@ usec_t vm_result_downtime(const VmResult *r);
 
 /* The report's "vms" array: one object per VM with name, uuid, strategy, result, paused_at,
  * saved_bytes, save_time, restore_time, resumed_at, downtime, error (null when n/a), and once
- * the restore tried, clock_sync {synced, synced_at, sync_time, reason}.
+ * the restore tried, clock_sync {synced, synced_at, sync_time, behind, reason}.
  * vm_results_from_json() reads it back (the handoff record), -EBADMSG on malformed input. */
 struct json_object *vm_results_to_json(const VmResults *r);
 int vm_results_from_json(struct json_object *j, VmResults **ret_results);
