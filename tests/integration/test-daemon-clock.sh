@@ -8,7 +8,7 @@
 # new kernel" restores the VMs:
 #   1. [VM] SyncGuestClock=no: vm-ga's clock (guest-get-time, through its agent) is behind the
 #      host's by at least the wait, the report says not synced, naming the setting;
-#   2. the default: vm-ga's clock is within 1.5 s of the host's (measured 0.94 s), the report
+#   2. the default: vm-ga's clock is within 1 s of the host's (measured 0.12 s), the report
 #      says synced (when, how long the calls took, how far behind the guest was); vm-a is not
 #      synced, "no guest agent channel configured".
 # usage: test-daemon-clock.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN AGENT_GUEST
@@ -21,12 +21,14 @@ UPGRADED_CONF=$'[VM]\nSyncGuestClock=no\n'
 "$AGENT_GUEST" "$T/ga" || exit $?
 vms_setup
 
-# vm-ga: direct kernel boot, the agent's virtio-serial channel, the console in a file.
+# vm-ga: direct kernel boot, the agent's virtio-serial channel, the console in a file. With ACPI:
+# without it the kernel finds no HPET, cannot calibrate its TSC under TCG and keeps time with
+# jiffies, whose lost ticks on a loaded host made its clock drift by seconds.
 cat >"$T/vm-ga.xml" <<XML
 <domain type='qemu'><name>vm-ga</name><memory unit='MiB'>160</memory><vcpu>1</vcpu>
 <os><type arch='x86_64' machine='pc'>hvm</type><kernel>$T/ga/vmlinuz</kernel>
-<initrd>$T/ga/initramfs.gz</initrd><cmdline>console=ttyS0 quiet panic=-1 clocksource=hpet</cmdline></os>
-<clock offset='utc'/><on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot>
+<initrd>$T/ga/initramfs.gz</initrd><cmdline>console=ttyS0 quiet panic=-1</cmdline></os>
+<features><acpi/></features><clock offset='utc'/><on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot>
 <on_crash>destroy</on_crash><devices><emulator>/usr/bin/qemu-system-x86_64</emulator>
 <serial type='file'><source path='$T/vm-ga.console'/><target port='0'/></serial>
 <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
@@ -51,7 +53,7 @@ lag() {
         h1=$(date +%s%N)
         python3 -c "import json; print('%.3f' % ((($h0 + $h1) / 2 - json.loads('$g')['return']) / 1e9))"
 }
-# The RTC (whole seconds) sets it at boot, then the guest keeps its own time (HPET under TCG):
+# The RTC (whole seconds) sets it at boot, then the guest keeps its own time (TSC or HPET):
 # its offset from the host's is whatever it is, only its change across an update matters.
 start_lag=$(lag)
 check "vm-ga's clock is read through its agent" test "$start_lag" != no-agent
@@ -100,11 +102,10 @@ printf '' >"$ROOT/etc/upgraded/upgraded.conf"
 update sync
 after=$LAG
 echo "# with the sync: vm-ga's clock $after s behind the host's right after the update"
-# Within ~1 s: the time handed over is the host's right before the command, which reaches the
-# guest one agent round trip later (a busy TCG guest: a few hundred ms), and the guest's own
-# time runs on until the read above; 1.5 s of slack against the tens of seconds it lagged.
-check "sync: vm-ga's clock within 1.5 s of the host's" \
-        python3 -c "import sys; sys.exit(0 if abs($after) < 1.5 else 1)"
+# Within 1 s: the time handed over is the host's right before the command, which reaches the
+# guest one agent round trip later (a busy TCG guest: up to a few hundred ms).
+check "sync: vm-ga's clock within 1 s of the host's" \
+        python3 -c "import sys; sys.exit(0 if abs($after) < 1 else 1)"
 check "sync: report says synced, with when and how long" \
         test "$(json "$T/sync.json" "[(v['clock_sync']['synced'], v['clock_sync']['synced_at'] >= v['resumed_at'], v['clock_sync']['sync_time'] > 0) for v in d['vms'] if v['name'] == 'vm-ga'][0]")" = "(True, True, True)"
 echo "# vm-ga: agent call took $(clock "$T/sync.json" vm-ga sync_time) us"
