@@ -57,6 +57,29 @@ static int bar_column(int64_t t, int64_t lo, int64_t hi) {
 	return !(x > 0) ? 0 : x >= 40 ? 40 : (int)x;
 }
 
+/* Each restored VM's clock after the restore: synced (and how long the agent call took), or
+ * why not. */
+static void print_clocks(FILE *f, json_object *o) {
+	json_object *vms = cli_jarray(o, "vms");
+	size_t n = 0;
+
+	for (size_t i = 0; i < cli_jarray_length(vms); i++) {
+		json_object *v = json_object_array_get_idx(vms, i), *c = cli_jobj(v, "clock_sync");
+
+		if (!c || !json_object_is_type(c, json_type_object))
+			continue;
+		fprintf(f, "%19s%s %s ", n == 0 ? "Guest clocks" : "", n == 0 ? ":" : " ",
+		        strna(cli_jstr(v, "name")));
+		n++;
+		if (json_object_get_boolean(cli_jobj(c, "synced")))
+			fprintf(f, "synced in %.3f ms, was %.3f s behind\n",
+			        (double)json_object_get_int64(cli_jobj(c, "sync_time")) / 1e3,
+			        (double)json_object_get_int64(cli_jobj(c, "behind")) / 1e6);
+		else
+			fprintf(f, "not synced: %s\n", strna(cli_jstr(c, "reason")));
+	}
+}
+
 /* The phases on the report's axis, with relative times, durations and a bar. */
 static void print_timeline(FILE *f, json_object *o) {
 	json_object *phases = cli_jarray(o, "phases");
@@ -258,6 +281,7 @@ void report_print(json_object *o, FILE *f) {
 		fprintf(f, "%19s%s %s: %s\n", i == 0 ? "Missing" : "", i == 0 ? ":" : " ",
 		        strna(cli_jstr(m, "figure")), strna(cli_jstr(m, "reason")));
 	}
+	print_clocks(f, o);
 	print_timeline(f, o);
 	print_critical_path(f, o);
 }

@@ -25,6 +25,7 @@ typedef enum SettingKind {
 	SETTING_PARALLEL,
 	SETTING_KEEP_RAM_DIGEST,
 	SETTING_KEEP_RAM_FALLBACK, /* checkpoint, or none */
+	SETTING_SYNC_CLOCK,        /* a boolean, default yes */
 	SETTING_SHUTDOWN,          /* orderly, or fast */
 	SETTING_GLOB_LIST,
 	SETTING_METADATA,

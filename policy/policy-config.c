@@ -98,6 +98,7 @@ int policy_new_default(Policy **ret) {
 	p->save_parallel = DEFAULT_SAVE_PARALLEL;
 	p->keep_ram_digest = POLICY_KEEP_RAM_DIGEST_MARK;
 	p->keep_ram_fallback = true;
+	p->sync_guest_clock = true;
 	p->keep_reports = POLICY_KEEP_REPORTS_DEFAULT;
 	*ret = TAKE_PTR(p);
 	return 0;

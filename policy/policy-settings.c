@@ -40,6 +40,7 @@ static const Setting settings[] = {
 	{ "VM", "KeepRamDigest", SETTING_KEEP_RAM_DIGEST, false },
 	{ "VM", "KeepRamFallback", SETTING_KEEP_RAM_FALLBACK, false },
 	{ "VM", "MemoryBackingDir", SETTING_BACKING_DIR, false },
+	{ "VM", "SyncGuestClock", SETTING_SYNC_CLOCK, false },
 	{ "Metrics", "TextfileDirectory", SETTING_PATH, false },
 	{ "Reports", "Keep", SETTING_COUNT, false },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
@@ -335,10 +336,11 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 
 	switch (s->kind) {
 	case SETTING_BOOL:
+	case SETTING_SYNC_CLOCK:
 		if (policy_parse_bool(value, &b) < 0)
 			return context_error(c, "%s=: '%s' is not a boolean (yes/no)", s->key,
 			                     value);
-		p->allow_fast = b;
+		*(s->kind == SETTING_BOOL ? &p->allow_fast : &p->sync_guest_clock) = b;
 		return 1;
 	case SETTING_MODE:
 		r = policy_handoff_mode_from_string(value);
@@ -473,6 +475,9 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		break;
 	case SETTING_KEEP_RAM_FALLBACK:
 		p->keep_ram_fallback = true;
+		break;
+	case SETTING_SYNC_CLOCK:
+		p->sync_guest_clock = true;
 		break;
 	case SETTING_GLOB_LIST:
 		strv_free(rule->name_globs);

@@ -94,6 +94,8 @@ static const char *scalar_text(const Policy *p, const Setting *s, char num[stati
 		return policy_keep_ram_digest_to_string(p->keep_ram_digest);
 	case SETTING_KEEP_RAM_FALLBACK:
 		return p->keep_ram_fallback ? "checkpoint" : "none";
+	case SETTING_SYNC_CLOCK:
+		return p->sync_guest_clock ? "yes" : "no";
 	case SETTING_SHUTDOWN:
 		return p->shutdown_fast ? "fast" : "orderly";
 	default:

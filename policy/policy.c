@@ -752,6 +752,7 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	            0 ||
 	    json_add(vm, "keep_ram_fallback",
 	             json_object_new_string(p->keep_ram_fallback ? "checkpoint" : "none")) < 0 ||
+	    json_add(vm, "sync_guest_clock", json_object_new_boolean(p->sync_guest_clock)) < 0 ||
 	    (p->memory_backing_dir &&
 	     json_add(vm, "memory_backing_dir", json_object_new_string(p->memory_backing_dir)) <
 	             0) ||

@@ -144,6 +144,7 @@ typedef struct Policy {
 	PolicyKeepRamDigest keep_ram_digest;
 	bool keep_ram_fallback;   /* a VM that cannot keep its RAM is checkpointed instead */
 	char *memory_backing_dir; /* NULL: libvirt's qemu.conf memory_backing_dir */
+	bool sync_guest_clock;    /* after the restore, set each guest's clock (guest agent) */
 
 	/* [Metrics] */
 	char *metrics_dir; /* node_exporter's textfile directory (daemon/metrics/) */

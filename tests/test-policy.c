@@ -761,7 +761,7 @@ static void test_policy_json(void **state) {
 	        "\"free_space_margin\":\"1073741824\"},"
 	        "\"vm\":{\"default_strategy\":\"checkpoint\",\"shutdown_timeout_sec\":120,"
 	        "\"pause_timeout_sec\":10,\"save_parallel\":2,\"keep_ram_digest\":\"mark\","
-	        "\"keep_ram_fallback\":\"checkpoint\"},"
+	        "\"keep_ram_fallback\":\"checkpoint\",\"sync_guest_clock\":true},"
 	        "\"metrics\":{\"textfile_directory\":\"/var/lib/prometheus/node-exporter\"},"
 	        "\"reports\":{\"keep\":100},"
 	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
@@ -774,6 +774,8 @@ static void test_policy_json(void **state) {
 	{
 		_cleanup_(policy_freep) Policy *n = policy_from("[VM]\nKeepRamFallback=none\n");
 		_cleanup_(policy_freep) Policy *b = policy_from("[VM]\nKeepRamFallback=\n");
+		_cleanup_(policy_freep) Policy *nc = policy_from("[VM]\nSyncGuestClock=no\n");
+		_cleanup_(policy_freep) Policy *bc = policy_from("[VM]\nSyncGuestClock=\n");
 
 		_cleanup_(policy_freep) Policy *k = policy_from("[Reports]\nKeep=3\n");
 		_cleanup_(policy_freep) Policy *ki = policy_from("[Reports]\nKeep=infinity\n");
@@ -784,6 +786,9 @@ static void test_policy_json(void **state) {
 		assert_false(n->keep_ram_fallback);
 		assert_true(b->keep_ram_fallback); /* empty: back to the default */
 		assert_true(d->keep_ram_fallback);
+		assert_true(d->sync_guest_clock);
+		assert_false(nc->sync_guest_clock);
+		assert_true(bc->sync_guest_clock); /* empty: back to the default */
 		assert_int_equal(policy_to_json(n, &j), 0);
 		assert_non_null(strstr(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
 		                       "\"keep_ram_fallback\":\"none\""));

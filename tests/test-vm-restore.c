@@ -149,11 +149,58 @@ static void test_restore_one_without_record(void **state) {
 	assert_all_running_no_image();
 }
 
+/* The clocks after the restore: the test driver has no guest agent, so every VM restored is
+ * reported not synced with libvirt's reason, and the restore still succeeds; the policy's
+ * switch is a reason of its own; the record keeps all of it through the handoff JSON. */
+static void test_restore_clock_sync(void **state) {
+	VmPlan plan = { .entries = plan_ab, .n_entries = 3 };
+	VmPlan off = { .entries = plan_ab, .n_entries = 3, .no_clock_sync = true };
+	VmResults *r = NULL, *back = NULL;
+	json_object *j;
+
+	assert_int_equal(vm_checkpoint_all(conn, &plan, NULL, NULL, &r), 0);
+	j = vm_results_to_json(r); /* before the restore: no clock_sync at all */
+	assert_int_equal(vm_results_from_json(j, &back), 0);
+	assert_int_equal(find(back, "a")->clock_sync, VM_CLOCK_SYNC_NONE);
+	assert_null(strstr(json_object_to_json_string(j), "clock_sync"));
+	json_object_put(j);
+	vm_results_free(back);
+	back = NULL;
+	assert_int_equal(vm_restore_all(conn, &plan, r, NULL, NULL), 0);
+	assert_all_running_no_image();
+	for (int i = 0; i < 2; i++) {
+		const VmResult *v = find(r, i == 0 ? "a" : "b");
+
+		assert_int_equal(v->outcome, VM_OUTCOME_RESUMED);
+		assert_int_equal(v->clock_sync, VM_CLOCK_SYNC_FAILED);
+		assert_non_null(v->clock_sync_reason);
+		assert_int_equal(v->clock_synced_at, 0);
+	}
+	dump_results(r, "clock-not-synced");
+
+	j = vm_results_to_json(r);
+	assert_int_equal(vm_results_from_json(j, &back), 0);
+	assert_int_equal(find(back, "a")->clock_sync, VM_CLOCK_SYNC_FAILED);
+	assert_string_equal(find(back, "a")->clock_sync_reason, find(r, "a")->clock_sync_reason);
+	json_object_put(j);
+	vm_results_free(back);
+	vm_results_free(r);
+
+	r = NULL;
+	assert_int_equal(vm_checkpoint_all(conn, &off, NULL, NULL, &r), 0);
+	assert_int_equal(vm_restore_all(conn, &off, r, NULL, NULL), 0);
+	assert_string_equal(find(r, "b")->clock_sync_reason,
+	                    "disabled by the policy ([VM] SyncGuestClock=no)");
+	assert_int_equal(find(r, "b")->clock_sync_time, 0);
+	vm_results_free(r);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		T(test_restore_fails_keeps_image), T(test_restore_libvirtd_lost),
 		T(test_restore_resume_fails),      T(test_restore_state_not_preserved),
 		T(test_restore_one_errors),        T(test_restore_one_without_record),
+		T(test_restore_clock_sync),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

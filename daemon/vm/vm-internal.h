@@ -25,6 +25,7 @@ char *vm_checkpoint_blocker(virDomainPtr dom);
  *   vm-checkpoint.c   commit: validate the plan, pause, save or shut down
  *   vm-rollback.c     rollback to the state before the commit
  *   vm-restore.c      boot: restore and resume; the manual retry of one VM
+ *   vm-clock.c        boot: the guests' clocks set again once they run
  */
 
 typedef struct VmJob VmJob;

@@ -162,6 +162,7 @@ void vm_list_free(VmList *l) {
 static void vm_result_done(VmResult *r) {
 	free(r->name);
 	free(r->error);
+	free(r->clock_sync_reason);
 	kept_ram_free(r->kept_ram);
 }
 
@@ -342,6 +343,29 @@ static struct json_object *usec_or_null(usec_t u) {
 	return u ? json_object_new_int64((int64_t)u) : NULL;
 }
 
+/* The VM's "clock_sync" object (vm-clock.c), none before the restore tried. */
+static void clock_sync_to_json(const VmResult *r, struct json_object *o) {
+	struct json_object *c;
+
+	if (r->clock_sync == VM_CLOCK_SYNC_NONE)
+		return;
+	c = json_object_new_object();
+	json_object_object_add(c, "synced",
+	                       json_object_new_boolean(r->clock_sync == VM_CLOCK_SYNC_DONE));
+	json_object_object_add(
+	        c, "synced_at",
+	        r->clock_synced_at ? json_object_new_int64((int64_t)r->clock_synced_at) : NULL);
+	json_object_object_add(
+	        c, "sync_time",
+	        r->clock_sync_time ? json_object_new_int64((int64_t)r->clock_sync_time) : NULL);
+	json_object_object_add(
+	        c, "behind", r->clock_behind_known ? json_object_new_int64(r->clock_behind) : NULL);
+	json_object_object_add(c, "reason",
+	                       r->clock_sync_reason ? json_object_new_string(r->clock_sync_reason)
+	                                            : NULL);
+	json_object_object_add(o, "clock_sync", c);
+}
+
 struct json_object *vm_results_to_json(const VmResults *r) {
 	struct json_object *a = json_object_new_array();
 
@@ -372,6 +396,7 @@ struct json_object *vm_results_to_json(const VmResults *r) {
 		json_object_object_add(o, "error",
 		                       v->error ? json_object_new_string(v->error) : NULL);
 		kept_ram_add_json(v->kept_ram, o);
+		clock_sync_to_json(v, o);
 		json_object_array_add(a, o);
 	}
 	return a;
@@ -402,6 +427,34 @@ static int json_get_string(struct json_object *o, const char *key, bool required
 	if (!json_object_is_type(v, json_type_string))
 		return -EBADMSG;
 	*ret = json_object_get_string(v);
+	return 0;
+}
+
+static int clock_sync_from_json(struct json_object *o, VmResult *r) {
+	struct json_object *c, *synced, *reason, *behind;
+
+	if (!json_object_object_get_ex(o, "clock_sync", &c) || !c)
+		return 0;
+	if (!json_object_is_type(c, json_type_object) ||
+	    !json_object_object_get_ex(c, "synced", &synced) ||
+	    !json_object_is_type(synced, json_type_boolean) ||
+	    json_get_usec(c, "synced_at", &r->clock_synced_at) < 0 ||
+	    json_get_usec(c, "sync_time", &r->clock_sync_time) < 0)
+		return -EBADMSG;
+	r->clock_sync = json_object_get_boolean(synced) ? VM_CLOCK_SYNC_DONE : VM_CLOCK_SYNC_FAILED;
+	if (json_object_object_get_ex(c, "behind", &behind) && behind) {
+		if (!json_object_is_type(behind, json_type_int))
+			return -EBADMSG;
+		r->clock_behind = json_object_get_int64(behind);
+		r->clock_behind_known = true;
+	}
+	if (json_object_object_get_ex(c, "reason", &reason) && reason) {
+		if (!json_object_is_type(reason, json_type_string))
+			return -EBADMSG;
+		r->clock_sync_reason = strdup(json_object_get_string(reason));
+		if (!r->clock_sync_reason)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -449,7 +502,7 @@ static int vm_result_from_json(struct json_object *o, VmResult *v) {
 		v->error = strdup(error);
 	if (!v->name || (error && !v->error))
 		return -ENOMEM;
-	return 0;
+	return clock_sync_from_json(o, v);
 }
 
 int vm_results_from_json(struct json_object *j, VmResults **ret_results) {

@@ -147,7 +147,7 @@ int vm_restore_all(virConnectPtr conn, const VmPlan *plan, VmResults *results, V
 	_cleanup_free_ VmJob *jobs = NULL;
 	VmRunner run;
 	size_t n_jobs = 0;
-	int r;
+	int r, k;
 
 	if (!conn || !results)
 		return -EINVAL;
@@ -171,7 +171,9 @@ int vm_restore_all(virConnectPtr conn, const VmPlan *plan, VmResults *results, V
 	}
 	r = vm_run_jobs(&run, jobs, n_jobs, vm_plan_parallel(plan));
 	vm_runner_done(&run);
-	return r;
+	/* Every VM is back (or failed): now the clocks, outside any VM's downtime. */
+	k = vm_sync_clocks(conn, plan, results);
+	return r ?: k;
 }
 
 int vm_restore_one(virConnectPtr conn, const char *name, VmResult *r) {

@@ -247,6 +247,7 @@ static void plan_from_policy(Context *c, VmPlan *plan) {
 		plan->parallel = p->save_parallel;
 		plan->shutdown_timeout_usec = p->shutdown_timeout_usec;
 		plan->pause_timeout_usec = p->pause_timeout_usec;
+		plan->no_clock_sync = !p->sync_guest_clock;
 	}
 }
 

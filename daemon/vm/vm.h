@@ -173,6 +173,12 @@ typedef struct VmPlan {
 	 * bytes done and total of one VM's transfer (virDomainGetJobStats(); total 0 when
 	 * unknown). */
 	void (*on_bytes)(const char *name, uint64_t done, uint64_t total, void *userdata);
+
+	/* Restore: set the guests' clocks again (vm_sync_clocks()) unless no_clock_sync, each
+	 * waiting for its guest agent's answer at most clock_sync_timeout_usec (whole seconds;
+	 * 0 = VM_CLOCK_SYNC_TIMEOUT_DEFAULT). */
+	bool no_clock_sync;
+	usec_t clock_sync_timeout_usec;
 } VmPlan;
 
 #define VM_PARALLEL_DEFAULT         4u
@@ -183,6 +189,15 @@ typedef struct VmPlan {
 #define VM_RESTORE_TIMEOUT_DEFAULT  (120ULL * 1000000ULL)
 #define VM_SAVE_DIR_DEFAULT         "/var/lib/libvirt/qemu/save"
 #define VM_CALL_TIMEOUT_DEFAULT     (15ULL * 1000000ULL)
+
+#define VM_CLOCK_SYNC_TIMEOUT_DEFAULT (5ULL * 1000000ULL)
+
+/* Whether a restored guest's clock was set again (vm_sync_clocks()). */
+typedef enum VmClockSync {
+	VM_CLOCK_SYNC_NONE,   /* not tried: not restored (yet), or a record from before */
+	VM_CLOCK_SYNC_DONE,   /* set to the host's wall clock through the guest agent */
+	VM_CLOCK_SYNC_FAILED, /* not set: clock_sync_reason says why */
+} VmClockSync;
 
 /* Per-VM record, carried through the handoff (see vm_results_to_json()). */
 typedef struct VmResult {
@@ -200,6 +215,14 @@ typedef struct VmResult {
 	usec_t resumed_at;
 	char *error;              /* why it failed or was rolled back; NULL otherwise */
 	struct KeptRam *kept_ram; /* keep-ram: the kept file, or why the VM fell back */
+
+	/* The guest's clock after the restore (vm_sync_clocks()). */
+	VmClockSync clock_sync;
+	usec_t clock_synced_at;  /* wall clock handed to the guest */
+	usec_t clock_sync_time;  /* monotonic duration of the agent calls */
+	int64_t clock_behind;    /* host minus guest wall clock before, µs (< 0: ahead) */
+	bool clock_behind_known; /* the guest's clock was read */
+	char *clock_sync_reason; /* why the clock was not set */
 } VmResult;
 
 typedef struct VmResults {
@@ -216,7 +239,8 @@ const VmResult *vm_results_find(const VmResults *r, const char *name);
 usec_t vm_result_downtime(const VmResult *r);
 
 /* The report's "vms" array: one object per VM with name, uuid, strategy, result, paused_at,
- * saved_bytes, save_time, restore_time, resumed_at, downtime, error (null when n/a).
+ * saved_bytes, save_time, restore_time, resumed_at, downtime, error (null when n/a), and once
+ * the restore tried, clock_sync {synced, synced_at, sync_time, behind, reason}.
  * vm_results_from_json() reads it back (the handoff record), -EBADMSG on malformed input. */
 struct json_object *vm_results_to_json(const VmResults *r);
 int vm_results_from_json(struct json_object *j, VmResults **ret_results);
@@ -260,6 +284,16 @@ int vm_rollback(virConnectPtr conn, VmResults *results, const char *reason, VmPr
  */
 int vm_restore_all(virConnectPtr conn, const VmPlan *plan, VmResults *results, VmProgressCb cb,
                    void *userdata);
+
+/*
+ * The last step of vm_restore_all(), once every VM is back (never inside a VM's downtime):
+ * sets the clock of every VM resumed from its saved state to the host's wall clock through its
+ * guest agent (virDomainSetTime()), concurrently, each waiting at most
+ * plan->clock_sync_timeout_usec for the agent. Records per VM whether it was synced and else
+ * why (no agent channel, agent not answering, left paused, started afresh,
+ * plan->no_clock_sync); a clock never fails a restore. 0, or -EINVAL/-ENOMEM.
+ */
+int vm_sync_clocks(virConnectPtr conn, const VmPlan *plan, VmResults *results);
 
 /* Manual retry of one VM's restore from its managed save image (`upgradectl restore-vm`).
  * r may be the VM's record from the report (updated in place) or NULL. -ENOENT when the
