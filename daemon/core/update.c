@@ -469,7 +469,7 @@ int update_from_json(json_object *o, Update **ret) {
 	    (r = get_json(o, "kept_memory", json_type_object, &u->kept_memory)) < 0 ||
 	    (r = get_json(o, "shutdown", json_type_object, &u->shutdown)) < 0 ||
 	    (r = get_json(o, "vms", json_type_array, &u->vms)) < 0 ||
-	    (r = get_json(o, "deferred_units", json_type_array, &u->deferred)) < 0)
+	    (r = get_json(o, "deferred_units", json_type_object, &u->deferred)) < 0)
 		return r;
 	/* measure: null is malformed (a record always wrote an object or nothing). */
 	if (json_object_object_get_ex(o, "measure", &a)) {
