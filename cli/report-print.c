@@ -201,6 +201,21 @@ static void print_shutdown(FILE *f, json_object *sd) {
 		        strna(json_object_get_string(json_object_array_get_idx(why, i))));
 }
 
+/* The units held back on the new kernel's boot until the restore ([Restore]
+ * DeferUntilRestored=), on one line; nothing when that boot held none back. */
+static void print_deferred(FILE *f, json_object *d) {
+	json_object *units = cli_jarray(d, "units");
+
+	if (cli_jarray_length(units) == 0)
+		return;
+	fprintf(f, "%19s:", "Deferred units");
+	for (size_t i = 0; i < cli_jarray_length(units); i++)
+		fprintf(f, " %s",
+		        strna(json_object_get_string(json_object_array_get_idx(units, i))));
+	fprintf(f, " (released after the %s)\n",
+	        streq_ptr(cli_jstr(d, "released_after"), "restore") ? "restore" : "failed restore");
+}
+
 void report_print(json_object *o, FILE *f) {
 	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
 	char buf[32];
@@ -233,6 +248,7 @@ void report_print(json_object *o, FILE *f) {
 		fprintf(f, "%19s%s %s\n", i == 0 ? "Why" : "", i == 0 ? ":" : " ",
 		        strna(json_object_get_string(json_object_array_get_idx(a, i))));
 	print_shutdown(f, cli_jobj(h, "shutdown"));
+	print_deferred(f, cli_jobj(o, "deferred_units"));
 
 	t = cli_jobj(o, "timebase");
 	tot = cli_jobj(o, "totals");

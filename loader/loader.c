@@ -360,8 +360,8 @@ static int build_cmdline(const struct loader_options *o, const struct bzimage_in
 		return -EINVAL;
 	}
 	n = asprintf(&s, "%s%s%s%s%s", user, *user ? " " : "",
-	             o->panic ? LOADER_PANIC_CMDLINE_MARK " " : "", PURGATORY_STAMPS_KEY,
-	             PURGATORY_STAMPS_TEMPLATE);
+	             o->panic ? LOADER_PANIC_CMDLINE_MARK " " : LOADER_HANDOFF_CMDLINE_MARK " ",
+	             PURGATORY_STAMPS_KEY, PURGATORY_STAMPS_TEMPLATE);
 	if (n < 0)
 		return -ENOMEM;
 	if ((size_t)n > bz->cmdline_size) {

@@ -27,13 +27,18 @@
 #include "sha256.h"
 
 /* The panic image's command line carries this mark before purgatory's stamps. */
-#define LOADER_PANIC_CMDLINE_MARK "reset_devices upgraded.panic=1"
+#define LOADER_PANIC_CMDLINE_MARK   "reset_devices upgraded.panic=1"
+/* Every other (normal) image carries this one instead: the kernel it starts knows it
+ * was booted by an update's handoff, for that one boot (upgraded-defer-generator(8)). */
+#define LOADER_HANDOFF_CMDLINE_MARK "upgraded.handoff=1"
 /* The most the loader appends to a caller's command line (" " mark " " and the
  * stamps key with its field): a caller's line must leave this much room below the
  * kernel's cmdline_size. */
 #define LOADER_CMDLINE_APPENDED_MAX                                           \
 	(sizeof(" " LOADER_PANIC_CMDLINE_MARK " " PURGATORY_STAMPS_KEY) - 1 + \
 	 PURGATORY_STAMPS_FIELD_LEN)
+_Static_assert(sizeof(LOADER_HANDOFF_CMDLINE_MARK) <= sizeof(LOADER_PANIC_CMDLINE_MARK),
+               "LOADER_CMDLINE_APPENDED_MAX counts the longer mark");
 
 /* Why kexec_load cannot be used here; the backend then uses kexec_file_load. */
 typedef enum LoaderUnusable {

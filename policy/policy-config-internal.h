@@ -30,6 +30,7 @@ typedef enum SettingKind {
 	SETTING_GLOB_LIST,
 	SETTING_METADATA,
 	SETTING_SIZE_OR_NONE,
+	SETTING_UNIT_LIST, /* unit names or globs (policy_unit_pattern_valid) */
 } SettingKind;
 
 typedef struct Setting {

@@ -23,6 +23,12 @@
 #include "string-util.h"
 
 static const char *const default_allowed_roots[] = { "/boot", "/var/lib/upgraded/images" };
+/* Debian 12's periodic housekeeping: timers are cheap to hold back and nothing
+ * on the boot's path waits for them (docs/policy.md, "Deferred units"). */
+static const char *const default_deferred[] = {
+	"apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer", "e2scrub_all.timer",
+	"fstrim.timer",    "logrotate.timer",         "man-db.timer",
+};
 
 /* ---------- constructors and destructors ---------- */
 
@@ -51,6 +57,7 @@ void policy_free(Policy *p) {
 		return;
 	policy_origins_free(p->origins);
 	strv_free(p->allowed_roots);
+	strv_free(p->defer_until_restored);
 	free(p->checkpoint_dir);
 	free(p->memory_backing_dir);
 	free(p->metrics_dir);
@@ -100,6 +107,9 @@ int policy_new_default(Policy **ret) {
 	p->keep_ram_fallback = true;
 	p->sync_guest_clock = true;
 	p->keep_reports = POLICY_KEEP_REPORTS_DEFAULT;
+	for (size_t i = 0; i < ELEMENTSOF(default_deferred); i++)
+		if (strv_extend(&p->defer_until_restored, default_deferred[i]) < 0)
+			return -ENOMEM;
 	*ret = TAKE_PTR(p);
 	return 0;
 }

@@ -43,6 +43,7 @@ static const Setting settings[] = {
 	{ "VM", "SyncGuestClock", SETTING_SYNC_CLOCK, false },
 	{ "Metrics", "TextfileDirectory", SETTING_PATH, false },
 	{ "Reports", "Keep", SETTING_COUNT, false },
+	{ "Restore", "DeferUntilRestored", SETTING_UNIT_LIST, true },
 	{ NULL, "Name", SETTING_GLOB_LIST, true },
 	{ NULL, "Metadata", SETTING_METADATA, true },
 	{ NULL, "MemoryAbove", SETTING_SIZE_OR_NONE, false },
@@ -55,8 +56,8 @@ const Setting *policy_settings(size_t *ret_n) {
 	return settings;
 }
 
-static const char *const known_sections[] = { "Handoff", "Paths",   "Commit",
-	                                      "VM",      "Metrics", "Reports" };
+static const char *const known_sections[] = { "Handoff", "Paths",   "Commit", "VM",
+	                                      "Metrics", "Reports", "Restore" };
 
 static bool rule_name_valid(const char *s) {
 	size_t n = strlen(s);
@@ -159,7 +160,10 @@ static bool context_first_assignment(ParseContext *c, const char *section, const
 	return true;
 }
 
-static int parse_path_list(ParseContext *c, const char *key, const char *value, char ***l) {
+/* A list setting: appends every word of value to *l when valid() takes them all;
+ * otherwise reports the first it refuses, as "KEY=: 'WORD' is not WHAT". */
+static int parse_word_list(ParseContext *c, const char *key, const char *value, char ***l,
+                           bool (*valid)(const char *), const char *what) {
 	_cleanup_strv_free_ char **words = NULL;
 
 	if (strv_extend_words(&words, value) < 0) {
@@ -167,9 +171,8 @@ static int parse_path_list(ParseContext *c, const char *key, const char *value, 
 		return 1;
 	}
 	STRV_FOREACH (w, words) {
-		if (!path_is_normalized(*w))
-			return context_error(c, "%s=: '%s' is not a normalized absolute path", key,
-			                     *w);
+		if (!valid(*w))
+			return context_error(c, "%s=: '%s' is not %s", key, *w, what);
 	}
 	STRV_FOREACH (w, words) {
 		if (strv_extend(l, *w) < 0)
@@ -178,7 +181,6 @@ static int parse_path_list(ParseContext *c, const char *key, const char *value, 
 	return 1;
 }
 
-/* A directory setting (SETTING_PATH) to value, or to its default when value is NULL. */
 /* The directory settings: value, or NULL for the setting's default (none for
  * MemoryBackingDir=, where libvirt's qemu.conf decides). */
 static int set_path(ParseContext *c, const Setting *s, const char *value) {
@@ -369,7 +371,8 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		p->allow_taint |= v;
 		return 1;
 	case SETTING_PATH_LIST:
-		return parse_path_list(c, s->key, value, &p->allowed_roots);
+		return parse_word_list(c, s->key, value, &p->allowed_roots, path_is_normalized,
+		                       "a normalized absolute path");
 	case SETTING_WINDOW:
 		if (policy_parse_window(value, &p->window) < 0)
 			return context_error(c,
@@ -411,6 +414,11 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 	case SETTING_METADATA:
 	case SETTING_SIZE_OR_NONE:
 		return apply_rule_condition(c, s, rule, value);
+	case SETTING_UNIT_LIST:
+		/* [Restore] DeferUntilRestored=: what upgraded-defer-generator accepts */
+		return parse_word_list(c, s->key, value, &p->defer_until_restored,
+		                       policy_unit_pattern_valid,
+		                       "a .timer, .service, .path or .socket unit name or glob");
 	}
 	return context_error(c, "internal error: unhandled setting %s=", s->key);
 }
@@ -492,6 +500,10 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 			rule->memory_above = UINT64_MAX;
 		else
 			rule->memory_below = UINT64_MAX;
+		break;
+	case SETTING_UNIT_LIST:
+		strv_free(p->defer_until_restored);
+		p->defer_until_restored = NULL;
 		break;
 	}
 	return 1;

@@ -154,8 +154,10 @@ int policy_show(const Policy *p, FILE *out) {
 		if (!section || !streq(section, s->section))
 			fprintf(out, "\n[%s]\n", s->section);
 		section = s->section;
-		if (s->kind == SETTING_PATH_LIST) {
-			strv_join_into(p->allowed_roots, value, sizeof(value));
+		if (s->kind == SETTING_PATH_LIST || s->kind == SETTING_UNIT_LIST) {
+			strv_join_into(s->kind == SETTING_PATH_LIST ? p->allowed_roots
+			                                            : p->defer_until_restored,
+			               value, sizeof(value));
 			v = value;
 		} else
 			v = scalar_text(p, s, num);

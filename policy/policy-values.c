@@ -14,6 +14,24 @@
 
 /* ---------- value parsers ---------- */
 
+bool policy_unit_pattern_valid(const char *s) {
+	static const char *const suffixes[] = { ".timer", ".service", ".path", ".socket" };
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 255 || s[0] == '.' || s[0] == '-')
+		return false;
+	for (const char *c = s; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr(":_.-@\\*?[]", *c))
+			return false;
+	for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+		size_t k = strlen(suffixes[i]);
+
+		if (n > k && streq(s + n - k, suffixes[i]))
+			return true;
+	}
+	return false;
+}
+
 int policy_parse_bool(const char *s, bool *ret) {
 	static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
 	static const char *const no[] = { "0", "no", "n", "false", "f", "off" };

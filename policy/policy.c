@@ -706,7 +706,7 @@ static int rule_to_json(const PolicyVmRule *r, json_object **ret) {
 
 int policy_to_json(const Policy *p, json_object **ret) {
 	_cleanup_json_ json_object *o = NULL, *h = NULL, *paths = NULL, *c = NULL, *vm = NULL,
-	                           *rules = NULL, *metrics = NULL, *reports = NULL;
+	                           *rules = NULL, *metrics = NULL, *reports = NULL, *restore = NULL;
 	char taint[32], margin[32];
 
 	if (!p || !ret)
@@ -719,7 +719,8 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	rules = json_object_new_array();
 	metrics = json_object_new_object();
 	reports = json_object_new_object();
-	if (!o || !h || !paths || !c || !vm || !rules || !metrics || !reports)
+	restore = json_object_new_object();
+	if (!o || !h || !paths || !c || !vm || !rules || !metrics || !reports || !restore)
 		return -ENOMEM;
 	if (p->margin_is_percent)
 		snprintf(margin, sizeof(margin), "%" PRIu64 "%%", p->free_space_margin);
@@ -757,7 +758,8 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	     json_add(vm, "memory_backing_dir", json_object_new_string(p->memory_backing_dir)) <
 	             0) ||
 	    json_add(metrics, "textfile_directory", json_object_new_string(p->metrics_dir)) < 0 ||
-	    json_add(reports, "keep", json_limit(p->keep_reports)) < 0)
+	    json_add(reports, "keep", json_limit(p->keep_reports)) < 0 ||
+	    json_add(restore, "defer_until_restored", json_strv(p->defer_until_restored)) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n_rules; i++) {
 		json_object *r = NULL;
@@ -773,6 +775,7 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	    json_add(o, "commit", TAKE_PTR(c)) < 0 || json_add(o, "vm", TAKE_PTR(vm)) < 0 ||
 	    json_add(o, "metrics", TAKE_PTR(metrics)) < 0 ||
 	    json_add(o, "reports", TAKE_PTR(reports)) < 0 ||
+	    json_add(o, "restore", TAKE_PTR(restore)) < 0 ||
 	    json_add(o, "rules", TAKE_PTR(rules)) < 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(o);

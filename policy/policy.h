@@ -152,6 +152,9 @@ typedef struct Policy {
 	/* [Reports] */
 	uint64_t keep_reports; /* finished updates whose record and report stay; UINT64_MAX: all */
 
+	/* [Restore] */
+	char **defer_until_restored; /* units (globs) held back on the boot after a handoff */
+
 	PolicyVmRule *rules;
 	size_t n_rules;
 
@@ -168,6 +171,12 @@ int policy_to_json(const Policy *p, json_object **ret);
  * with realpath()) is one of [Paths] AllowedRoots= or below one of them. For
  * `upgradectl stage`: anything else is refused. */
 bool policy_path_allowed(const Policy *p, const char *path);
+
+/* Whether s may stand in [Restore] DeferUntilRestored=: a unit name or glob of
+ * letters, digits, ":_.-@\\" and the glob characters "*?[]", at most 255 bytes,
+ * ending in .timer, .service, .path or .socket (the unit types that can wait for
+ * the restore without holding up the boot's own targets). */
+bool policy_unit_pattern_valid(const char *s);
 
 /* ---------- configuration errors ---------- */
 

@@ -7,10 +7,12 @@
  * from disk, as a restarted daemon would.
  */
 #include "context-test-util.h"
+#include "defer-units.h"
+#include "fileio.h"
 
 static void test_context_stage_commit_complete(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_free_ char *id = NULL, *report = NULL;
+	_cleanup_free_ char *id = NULL, *report = NULL, *path = NULL, *dropin = NULL;
 	World *w = *state;
 	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
 	Update *u;
@@ -41,10 +43,24 @@ static void test_context_stage_commit_complete(void **state) {
 	sd_bus_error_free(&e);
 	context_free(c);
 
-	/* The new kernel boots; the daemon starts. */
+	/* The new kernel boots with a fresh /run, where upgraded-defer-generator held a
+	 * unit back; the daemon starts, restores, releases it. */
+	assert_true(asprintf(&path, "%s/run/upgraded/restored", w->root) > 0);
+	assert_int_equal(access(path, F_OK), 0); /* released on the old boot: nothing held */
+	assert_int_equal(unlink(path), 0);
+	assert_true(asprintf(&dropin, "%s/run/systemd/generator/apt-daily.timer.d", w->root) > 0);
+	assert_int_equal(mkdir_p(dropin, 0755), 0);
+	free(dropin);
+	assert_true(asprintf(&dropin, "%s/run/systemd/generator/apt-daily.timer.d/%s", w->root,
+	                     DEFER_DROPIN_NAME) > 0);
+	assert_int_equal(write_file_atomic(dropin, "", 0, 0644), 0);
 	c = boot(w, NEW_KERNEL, BOOT_B, true);
 	u = context_find(c, id);
 	assert_int_equal(u->state, UPDATE_DONE);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_non_null(update_find_stamp(u, "deferred-released"));
+	assert_true(update_find_stamp(u, "deferred-released")->monotonic_usec <=
+	            update_find_stamp(u, "completed")->monotonic_usec);
 	assert_string_equal(u->booted_kernel, NEW_KERNEL);
 	assert_int_equal(w->post, 1);
 	assert_int_equal(w->rollback, 0);
@@ -52,6 +68,8 @@ static void test_context_stage_commit_complete(void **state) {
 	assert_string_equal(c->last_report, id);
 	assert_int_equal(context_get_report(c, "", &report, &e), 0);
 	assert_non_null(strstr(report, NEW_KERNEL));
+	assert_non_null(strstr(report, "\"deferred_units\""));
+	assert_non_null(strstr(report, "\"apt-daily.timer\""));
 	assert_report_valid(w, id);
 	context_free(c);
 

@@ -45,7 +45,8 @@ echo "$out"
 echo "$out" | grep -q "kernel 6.1.0-seed-amd64" || fail "dry-run release"
 echo "$out" | grep -q "^  kernel    0x000001000000-" || fail "kernel not at pref_address"
 echo "$out" | grep -q "mode fast" || fail "mode"
-echo "$out" | grep -q "cmdline   console=ttyS0 upgraded.stamps=0000000000000000," || fail "cmdline"
+echo "$out" | grep -q "cmdline   console=ttyS0 upgraded.handoff=1 upgraded.stamps=0000000000000000," ||
+        fail "cmdline"
 
 set +e
 err=$("$tool" --root "$root" load --dry-run --panic "$image" 2>&1)

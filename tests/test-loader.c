@@ -281,12 +281,11 @@ static void test_loader_build_machine_map(void **state) {
 	}
 	assert_memory_equal(s[LOADER_SEG_INITRD].buf, f->initrd, INITRD_SIZE);
 
-	/* The command line: the user's, then the stamps placeholder, where
-	 * stamps_addr points (as a physical address in the params segment). */
+	/* The command line: the user's, the handoff mark, then the stamps placeholder,
+	 * where stamps_addr points (as a physical address in the params segment). */
 	cmdline = loader_image_cmdline(img);
-	assert_string_equal(
-	        cmdline,
-	        "root=/dev/vda1 console=ttyS0 " PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE);
+	assert_string_equal(cmdline, "root=/dev/vda1 console=ttyS0 " LOADER_HANDOFF_CMDLINE_MARK
+	                             " " PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE);
 	zp = s[LOADER_SEG_PARAMS].buf;
 	assert_memory_equal(zp + (pp->stamps_addr - s[LOADER_SEG_PARAMS].mem),
 	                    PURGATORY_STAMPS_TEMPLATE, PURGATORY_STAMPS_FIELD_LEN);
@@ -570,7 +569,8 @@ static void test_loader_build_cmdline_refusals(void **state) {
 	assert_int_equal(e, LOADER_ERR_CMDLINE_TOO_LONG);
 
 	/* Exactly at cmdline_size (255) with the placeholder still fits. */
-	longline[255 - 1 - strlen(PURGATORY_STAMPS_KEY) - PURGATORY_STAMPS_FIELD_LEN] = 0;
+	longline[255 - 1 - strlen(LOADER_HANDOFF_CMDLINE_MARK " " PURGATORY_STAMPS_KEY) -
+	         PURGATORY_STAMPS_FIELD_LEN] = 0;
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
 	assert_int_equal(strlen(loader_image_cmdline(img)), 255);
 	img = loader_image_free(img);
@@ -583,12 +583,12 @@ static void test_loader_build_cmdline_refusals(void **state) {
 	assert_int_equal(e, LOADER_ERR_CMDLINE_INVALID);
 	assert_null(img);
 
-	/* No command line at all is fine: just the placeholder. */
+	/* No command line at all is fine: just the mark and the placeholder. */
 	o.cmdline = NULL;
 	o.initrd_fd = -1;
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
-	assert_string_equal(loader_image_cmdline(img),
-	                    PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE);
+	assert_string_equal(loader_image_cmdline(img), LOADER_HANDOFF_CMDLINE_MARK
+	                    " " PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE);
 	assert_int_equal(loader_image_params(img)->nr_segments, 2); /* no initrd segment */
 	loader_image_free(img);
 }

@@ -58,7 +58,47 @@ static void assert_defaults(const Policy *p) {
 	assert_true(p->shutdown_timeout_usec == 120 * 1000000ULL);
 	assert_true(p->pause_timeout_usec == 10 * 1000000ULL);
 	assert_int_equal(p->save_parallel, 2);
+	/* Debian's housekeeping timers wait for the restore on the boot after a handoff. */
+	assert_int_equal(strv_length(p->defer_until_restored), 7);
+	assert_string_equal(p->defer_until_restored[0], "apt-daily.timer");
+	assert_string_equal(p->defer_until_restored[6], "man-db.timer");
 	assert_int_equal(p->n_rules, 0);
+}
+
+/* [Restore] DeferUntilRestored=: appends to the default list, empty clears, and only
+ * names or globs of unit types that can wait are taken. */
+static void test_defer_until_restored(void **state) {
+	_cleanup_(policy_freep) Policy *p = NULL, *q = NULL;
+	PolicyErrors e = {};
+
+	assert_int_equal(parse("[Restore]\nDeferUntilRestored=lab-*.timer\n", &p, &e), 0);
+	assert_int_equal(strv_length(p->defer_until_restored), 8);
+	assert_string_equal(p->defer_until_restored[7], "lab-*.timer");
+	assert_int_equal(parse("[Restore]\nDeferUntilRestored=\n"
+	                       "DeferUntilRestored=a.service  b@x.path\\x2d.socket\n"
+	                       "DeferUntilRestored=pg_dump@*.timer\n",
+	                       &q, &e),
+	                 0);
+	assert_int_equal(strv_length(q->defer_until_restored), 3);
+	assert_string_equal(q->defer_until_restored[1], "b@x.path\\x2d.socket");
+	policy_free(q);
+	q = NULL;
+	assert_int_equal(parse("[Restore]\nDeferUntilRestored=\n", &q, &e), 0);
+	assert_null(q->defer_until_restored);
+
+	static const char *const bad[] = { "multi-user.target", "a.mount",     "../x.timer",
+		                           "a b/c.timer",       ".timer",      "-x.service",
+		                           "x.timer.d",         "x.service\\;" };
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		_cleanup_free_ char *text = NULL;
+
+		assert_true(asprintf(&text, "[Restore]\nDeferUntilRestored=ok.timer %s\n", bad[i]) >
+		            0);
+		assert_int_equal(parse(text, NULL, &e), -EBADMSG);
+		assert_true(e.n >= 1);
+		assert_non_null(strstr(e.items[e.n - 1].message, "DeferUntilRestored="));
+		policy_errors_done(&e);
+	}
 }
 
 static void test_defaults(void **state) {
@@ -642,6 +682,7 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_defer_until_restored),
 		cmocka_unit_test(test_empty_assignment_resets),
 		cmocka_unit_test(test_syntax_variants),
 		cmocka_unit_test(test_errors_table),

@@ -744,7 +744,9 @@ static void test_policy_json(void **state) {
 	                                                "[Commit]\nMaintenanceWindow=Sat,Sun,Mon "
 	                                                "22:00-24:00\nMaxVMs=4\n"
 	                                                "FreeSpaceMargin=1G\n"
-	                                                "[VMRule:r]\nName=a*\nStrategy=keep-ram\n");
+	                                                "[VMRule:r]\nName=a*\nStrategy=keep-ram\n"
+	                                                "[Restore]\nDeferUntilRestored=\n"
+	                                                "DeferUntilRestored=a.timer b*.service\n");
 	_cleanup_(policy_freep) Policy *d = policy_from("");
 	json_object *j = NULL;
 
@@ -764,6 +766,7 @@ static void test_policy_json(void **state) {
 	        "\"keep_ram_fallback\":\"checkpoint\",\"sync_guest_clock\":true},"
 	        "\"metrics\":{\"textfile_directory\":\"/var/lib/prometheus/node-exporter\"},"
 	        "\"reports\":{\"keep\":100},"
+	        "\"restore\":{\"defer_until_restored\":[\"a.timer\",\"b*.service\"]},"
 	        "\"rules\":[{\"name\":\"r\",\"match_name\":[\"a*\"],\"match_metadata\":[],"
 	        "\"strategy\":\"keep-ram\",\"memory_above\":null,\"memory_below\":null}]}");
 	json_object_put(j);

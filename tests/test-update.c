@@ -35,6 +35,9 @@ static Update *make_update(void) {
 	assert_int_equal(update_add_stamp(u, "staged", false, "0123456789abcdef0123456789abcdef"),
 	                 0);
 	assert_int_equal(update_add_stamp(u, "handoff", true, NULL), 0);
+	u->deferred = json_tokener_parse("{\"units\":[\"apt-daily.timer\"],"
+	                                 "\"released_after\":\"restore\"}");
+	assert_non_null(u->deferred);
 	return u;
 }
 
@@ -64,6 +67,9 @@ static void test_update_json_round_trip_is_lossless(void **state) {
 	assert_false(update_hook_done(v, "post:vm-restore"));
 	assert_true(v->reuse_cmdline && v->crash_image_loaded);
 	assert_null(v->error);
+	/* The deferred units the report names survive the record (deferred-units.h). */
+	assert_non_null(v->deferred);
+	assert_true(json_object_equal(u->deferred, v->deferred));
 }
 
 static void test_update_from_json_rejects_damaged_records(void **state) {

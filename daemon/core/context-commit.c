@@ -10,6 +10,7 @@
 #include <systemd/sd-id128.h>
 
 #include "cmdline.h"
+#include "deferred-units.h"
 #include "context-private.h"
 #include "handoff-shutdown.h"
 #include "job.h"
@@ -130,6 +131,39 @@ int context_commit_fail(Context *c, Update *u, const char *reason) {
 }
 
 /* On the new kernel: post-boot steps (restore VMs), then done and the report. */
+/* The VM restore is over (done or given up): the units upgraded-defer-generator held back
+ * on this boot start now. Which ones, and when, go into the report. Never fails the
+ * update: the restore is what mattered. */
+static void context_release_deferred(Context *c, Update *u, bool restored) {
+	json_object *units = NULL, *d;
+	int r;
+
+	r = deferred_units_release(c->root);
+	if (r < 0) {
+		log_warning_errno(r, "Cannot release the deferred units, ignoring: %m");
+		return;
+	}
+	if (r == 0 || deferred_units_list(c->root, &units) < 0)
+		return;
+	if (json_object_array_length(units) == 0) {
+		json_object_put(units);
+		return;
+	}
+	d = json_object_new_object();
+	if (!d || update_add_stamp(u, "deferred-released", false, c->boot_id) < 0) {
+		json_object_put(d);
+		json_object_put(units);
+		return;
+	}
+	json_object_object_add(d, "units", units);
+	json_object_object_add(d, "released_after",
+	                       json_object_new_string(restored ? "restore" : "restore-failed"));
+	json_object_put(u->deferred);
+	u->deferred = d;
+	log_info("Update %s: released %zu deferred unit(s) after the restore: %s", u->id,
+	         json_object_array_length(units), json_object_to_json_string(units));
+}
+
 int context_complete(Context *c, Update *u) {
 	_cleanup_free_ char *why = NULL;
 	int r;
@@ -149,6 +183,7 @@ int context_complete(Context *c, Update *u) {
 	r = context_run_hooks(c, u, HOOK_POST_BOOT, true, &why);
 	if (r == -ECANCELED)
 		return r;
+	context_release_deferred(c, u, r >= 0);
 	if (r < 0) {
 		/* The new kernel runs; what failed is giving back state: say so. */
 		return context_mark_failed(c, u, why ?: "a post-boot step failed");

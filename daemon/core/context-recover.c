@@ -11,6 +11,7 @@
 
 #include "cmdline.h"
 #include "context-private.h"
+#include "deferred-units.h"
 #include "fileio.h"
 #include "handoff-facts.h"
 #include "image.h"
@@ -137,12 +138,15 @@ int context_recover(Context *c) {
 		log_set_update_id(NULL);
 
 		if (r == -ECANCELED)
-			return r;
+			return r; /* stopped where a crash would: the next start releases */
 		if (r < 0) {
 			log_error_errno(r, "Failed to recover update %s: %m", u->id);
 			if (ret == 0)
 				ret = r;
 		}
 	}
+	/* Whatever happened, nothing is left to restore on this boot: units held back for
+	 * it (upgraded-defer-generator) must not wait for the waiter's timeout. */
+	(void)deferred_units_release(c->root);
 	return ret;
 }

@@ -246,6 +246,10 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	                       u->vms ? json_object_get(u->vms) : json_object_new_array());
 	json_object_object_add(o, "decisions", u->decisions ? json_object_get(u->decisions) : NULL);
 	/* ---- end of VMs ---- */
+	/* The units held back until the restore ([Restore] DeferUntilRestored=): only on a
+	 * boot that held some back. */
+	if (u->deferred)
+		json_object_object_add(o, "deferred_units", json_object_get(u->deferred));
 	add_unmeasured_totals(o);
 
 	*ret = o;

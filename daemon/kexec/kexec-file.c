@@ -89,7 +89,7 @@ out_reason:
 }
 
 static int file_load(const char *root, const KexecImage *image) {
-	_cleanup_free_ char *panic_cmdline = NULL;
+	_cleanup_free_ char *marked = NULL;
 	unsigned long flags = 0;
 	const char *cmdline = image->cmdline ?: "";
 	int r;
@@ -100,14 +100,15 @@ static int file_load(const char *root, const KexecImage *image) {
 		flags |= KEXEC_FILE_NO_INITRAMFS;
 	/* The crash image carries the panic mark, as our loader's does: the crash kernel must
 	 * know itself, or it would take itself for the staged kernel, "complete" the update
-	 * inside the reservation and restore the VMs there. */
-	if (image->flags & KEXEC_IMAGE_PANIC) {
+	 * inside the reservation and restore the VMs there. Any other image carries the
+	 * handoff mark, for the boot after the handoff (the deferred units). */
+	if (image->flags & KEXEC_IMAGE_PANIC)
 		flags |= KEXEC_FILE_ON_CRASH;
-		if (asprintf(&panic_cmdline, "%s%s%s", cmdline, *cmdline ? " " : "",
-		             LOADER_PANIC_CMDLINE_MARK) < 0)
-			return -ENOMEM;
-		cmdline = panic_cmdline;
-	}
+	if (asprintf(&marked, "%s%s%s", cmdline, *cmdline ? " " : "",
+	             image->flags & KEXEC_IMAGE_PANIC ? LOADER_PANIC_CMDLINE_MARK
+	                                              : LOADER_HANDOFF_CMDLINE_MARK) < 0)
+		return -ENOMEM;
+	cmdline = marked;
 	/* The kernel always verifies: a "fast" request cannot be honoured here. */
 	if (image->mode != HANDOFF_MODE_VERIFIED)
 		return -EOPNOTSUPP;

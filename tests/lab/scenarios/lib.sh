@@ -39,6 +39,14 @@
 #                                   unit's start and up time (boot-timeline-PHASE.txt) to results
 #   lab_finish pass|fail [REASON]   collect, print "scenario-done", destroy the counter VMs,
 #                                   power the lab host off (ends the run)
+#   lab_next_boot                   the new kernel's phase of a scenario with AFTER_NEW=reboot
+#                                   (lab.conf): collect, destroy the counter VMs (their
+#                                   counters are measured on the update's two kernels only),
+#                                   print "next-boot" and reboot; the runner boots the same
+#                                   disks once more (phase again), whose again.sh finishes
+#   lab_unit_mono UNIT              a unit's ActiveEnterTimestampMonotonic (usec, 0: never)
+#   lab_journal_mono MESSAGE_ID     the monotonic usec of this boot's last journal entry
+#                                   with that MESSAGE_ID (empty when there is none)
 #
 # Files: results go under $LAB_RESULTS (/lab-results, the results disk the
 # runner reads back); $LAB_PAYLOAD (/lab-payload) is the read-only payload
@@ -46,7 +54,8 @@
 # LAB_SCENARIO, LAB_COUNTER_ADDR, LAB_COUNTER_MAGIC, LAB_SAMPLE_INTERVAL.
 # LAB_PHASE (old|panic|new|again) is set by the phase runner (guest/run-phase); panic is
 # the crash kernel of the panic scenario (upgraded.panic=1 on its command line), again
-# the old kernel booted once more after a refused handoff.
+# the old kernel booted once more after a refused handoff, or after the new kernel's
+# reboot (AFTER_NEW=reboot, LAB_AFTER_NEW in lab.env).
 
 LAB_PAYLOAD=${LAB_PAYLOAD:-/lab-payload}
 . "$LAB_PAYLOAD/lab.env"
@@ -235,7 +244,11 @@ lab_critical_chain() {
 
 lab_collect() {
         journalctl --no-pager -o short-monotonic -b 0 >"$LAB_RESULTS/journal-$LAB_PHASE.txt" 2>&1
-        if [ "$LAB_PHASE" != old ]; then
+        # After the new kernel's reboot the previous boot is the new kernel's: its
+        # journal-new.txt is there already, and journal-old.txt must stay the old one's.
+        if [ "$LAB_PHASE" = again ] && [ -e "$LAB_RESULTS/journal-new.txt" ]; then
+                :
+        elif [ "$LAB_PHASE" != old ]; then
                 journalctl --no-pager -o short-monotonic -b -1 >"$LAB_RESULTS/journal-old.txt" 2>&1
         fi
         journalctl --no-pager --list-boots >"$LAB_RESULTS/boots.txt" 2>&1
@@ -271,6 +284,29 @@ lab_boot_timeline() {
                 /^$/ { if (s > 0) printf "%9.3f %9.3f %s\n", s / 1e6, a / 1e6, id; s = a = 0 }
                 END { if (s > 0) printf "%9.3f %9.3f %s\n", s / 1e6, a / 1e6, id }' |
                 sort -n
+}
+
+lab_unit_mono() {
+        systemctl show -p ActiveEnterTimestampMonotonic --value "$1" 2>/dev/null
+}
+
+lab_journal_mono() {
+        journalctl -b 0 -o export MESSAGE_ID="$1" 2>/dev/null |
+                sed -n 's/^__MONOTONIC_TIMESTAMP=//p' | tail -n 1
+}
+
+lab_next_boot() {
+        local vm
+        lab_collect
+        for vm in $(lab_counter_vms); do
+                virsh -q destroy "$vm" >/dev/null 2>&1
+        done
+        # The sampler of the next boot has no VM to sample.
+        mv "$LAB_STATE/counter-vms" "$LAB_STATE/counter-vms.$LAB_PHASE" 2>/dev/null
+        lab_marker next-boot phase="$LAB_PHASE"
+        sync
+        umount "$LAB_RESULTS" 2>/dev/null
+        systemctl --no-block reboot
 }
 
 lab_finish() {

@@ -48,11 +48,65 @@ if [ -e /etc/upgraded/upgraded.conf.d/60-lab-shutdown.conf ]; then
         lab_check report-shutdown-fast grep -Eq '^ +Shutdown: fast$' \
                 "$LAB_RESULTS/upgradectl-report.txt" || ok=false
 fi
+# Deferred units (docs/policy.md): this boot carries the handoff mark, the generator held
+# lab-defer.timer (old.sh's, through a glob) and the built-in list back, and systemd started
+# them only after upgraded restored the VMs: after the last VM's resume mark in the report
+# (each VM's "resume" in probe.new, this boot's CLOCK_MONOTONIC; the journal's last "VM
+# restored" event where the report has none), after the daemon's deferred-released stamp,
+# and after the waiter (upgraded-defer.service) ended. Times in usec of this boot's
+# CLOCK_MONOTONIC, the clock of systemd's ActiveEnterTimestampMonotonic.
+kv_active() { # kv_active UNIT: active within 60 s (the report is written after the release)
+        local _
+        for _ in $(seq 120); do systemctl -q is-active "$1" && return 0; sleep 0.5; done
+        return 1
+}
+kv_after_restore() { # kv_after_restore UNIT: active, and entered after the restore
+        local t
+        kv_active "$1" || return 1
+        t=$(lab_unit_mono "$1")
+        lab_marker deferred-unit "$1" active_usec="$t" restored_usec="$kv_restored" \
+                released_usec="$kv_released" waiter_usec="$kv_waiter"
+        [ "${t:-0}" -gt "$kv_restored" ] && [ "$t" -ge "$kv_released" ] && [ "$t" -ge "$kv_waiter" ]
+}
+kv_report=$(tr -d ' \n' <"$LAB_RESULTS/upgradectl-report.json")
+kv_restored=$(grep -o '"resume":[0-9]*' <<<"$kv_report" | sed 's/.*://' | sort -n | tail -n 1)
+if [ -n "$kv_restored" ]; then
+        kv_restored=$((kv_restored / 1000))
+else
+        kv_restored=$(lab_journal_mono 32098ab1f2d2418596fb12f5a9b485d7)
+fi
+kv_released=$(grep -o '"name":"deferred-released","realtime_usec":[0-9]*,"monotonic_usec":[0-9]*' \
+        <<<"$kv_report" | sed 's/.*://')
+lab_check defer-handoff-mark grep -qw 'upgraded\.handoff=1' /proc/cmdline || ok=false
+lab_check defer-dropin-written \
+        test -f /run/systemd/generator/lab-defer.timer.d/50-upgraded-defer.conf || ok=false
+kv_active upgraded-defer.service
+kv_waiter=$(lab_unit_mono upgraded-defer.service)
+lab_check defer-restore-seen test "${kv_restored:-0}" -gt 0 || ok=false
+lab_check defer-released-after-restore test "${kv_released:-0}" -ge "${kv_restored:-0}" || ok=false
+lab_check defer-waiter-after-release test "${kv_waiter:-0}" -ge "${kv_released:-1}" || ok=false
+lab_check defer-lab-timer-after-restore kv_after_restore lab-defer.timer || ok=false
+# A real one from the built-in list, where the image enables it.
+if [ "$(systemctl show -p UnitFileState --value apt-daily.timer)" = enabled ]; then
+        lab_check defer-apt-daily-after-restore kv_after_restore apt-daily.timer || ok=false
+else
+        lab_log "apt-daily.timer is not enabled in this image: only lab-defer.timer checked"
+fi
+kv_report_defer() {
+        grep -q '"deferred_units":{"units":\[[^]]*"lab-defer\.timer"' <<<"$kv_report"
+}
+lab_check defer-in-report kv_report_defer || ok=false
+lab_check defer-in-upgradectl-report grep -Eq '^ +Deferred units: .*lab-defer\.timer' \
+        "$LAB_RESULTS/upgradectl-report.txt" || ok=false
+ls -R /run/systemd/generator >"$LAB_RESULTS/generator-new.txt" 2>&1
 # The report's critical path, held against systemd-analyze and the journal by the runner.
 lab_check critical-chain-collected lab_critical_chain || ok=false
 cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"
-if $ok; then
-        lab_finish pass
-else
+if ! $ok; then
         lab_finish fail upgrade-checks-failed
+elif [ "${LAB_AFTER_NEW:-finish}" = reboot ]; then
+        # lab.conf AFTER_NEW=reboot: again.sh checks the boot after this one.
+        lab_next_boot
+else
+        lab_finish pass
 fi
