@@ -63,8 +63,7 @@ check "daemon starts (record backend)" start_daemon first
 # and GetReport(B) (ids nobody has; the monitor is waited for until it saw B).
 mark() { "${BUSCTL[@]}" call "${OBJ[@]}" GetReport s "$1" >/dev/null 2>&1; }
 calls_between() {
-        local i
-        for i in $(seq 50); do grep -q "$2" "$T/monitor.json" && break; sleep 0.1; done
+        for _ in $(seq 50); do grep -q "$2" "$T/monitor.json" && break; sleep 0.1; done
         python3 - "$T/monitor.json" "$1" "$2" <<'PY'
 import json, sys
 inside, n = False, 0
