@@ -15,7 +15,9 @@
 #include "follow.h"
 #include "macros.h"
 #include "string-util.h"
+#include "terminal.h"
 #include "upgrade-bus.h"
+#include "upgradectl.h"
 
 #define FOLLOW_CALL_TIMEOUT_USEC (5ULL * 1000000)
 #define TRANSFER_EVERY_USEC      (1000ULL * 1000)
@@ -75,7 +77,9 @@ static void follow_print_vms(Follow *f, sd_bus_message *m) {
 
 		if (asprintf(&key, "%s:%s", name, result) < 0 || strv_has(f->vm_seen, key))
 			continue;
-		printf("      VM %s (%s): %s\n", name, strategy, result);
+		printf("      VM %s (%s): %s%s%s\n", name, strategy,
+		       term_color(stdout, term_color_of_state(result)), result,
+		       term_normal(stdout));
 		fflush(stdout);
 		(void)strv_extend(&f->vm_seen, key);
 	}
@@ -185,10 +189,12 @@ static void print_update_vms(sd_bus *bus, const char *path) {
 	    sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
 		return;
 	while (sd_bus_message_read(reply, "(sss)", &name, &strategy, &result) > 0) {
-		if (!header)
+		if (!header && arg_legend)
 			printf("%-24s  %-10s  %s\n", "VM", "STRATEGY", "RESULT");
 		header = true;
-		printf("%-24s  %-10s  %s\n", name, strategy, result);
+		printf("%-24s  %-10s  %s%s%s\n", name, strategy,
+		       term_color(stdout, term_color_of_state(result)), result,
+		       term_normal(stdout));
 	}
 }
 
@@ -272,7 +278,8 @@ static int follow_poll(Follow *f, const char *path, FollowOutcome *ret) {
 		return 1;
 	}
 	if (streq_ptr(state, "failed")) {
-		fprintf(stderr, "Update failed: %s\n", strna(error));
+		fprintf(stderr, "%sUpdate failed: %s%s\n", term_color(stderr, TERM_COLOR_RED),
+		        strna(error), term_normal(stderr));
 		*ret = FOLLOW_FAILED;
 		return 1;
 	}

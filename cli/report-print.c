@@ -8,6 +8,7 @@
 #include "macros.h"
 #include "report-print.h"
 #include "string-util.h"
+#include "terminal.h"
 
 static void format_usec(uint64_t usec, char *buf, size_t size) {
 	time_t t = (time_t)(usec / 1000000);
@@ -221,8 +222,10 @@ void report_print(json_object *o, FILE *f) {
 	char buf[32];
 
 	fprintf(f, "%19s: %s\n", "Update", strna(cli_jstr(o, "id")));
-	fprintf(f, "%19s: %s%s%s\n", "Result", strna(cli_jstr(o, "result")),
-	        cli_jstr(o, "reason") ? ": " : "", strempty(cli_jstr(o, "reason")));
+	fprintf(f, "%19s: %s%s%s%s%s\n", "Result",
+	        term_color(f, term_color_of_state(cli_jstr(o, "result"))),
+	        strna(cli_jstr(o, "result")), cli_jstr(o, "reason") ? ": " : "",
+	        strempty(cli_jstr(o, "reason")), term_normal(f));
 	a = cli_jarray(o, "stamps");
 	if (cli_jarray_length(a) > 0) {
 		char when[64];

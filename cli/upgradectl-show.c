@@ -18,6 +18,7 @@
 #include "report-html.h"
 #include "report-print.h"
 #include "string-util.h"
+#include "terminal.h"
 #include "upgrade-bus.h"
 #include "upgradectl.h"
 
@@ -37,6 +38,14 @@ void cli_print_joined(const char *indent, const char *text) {
 	}
 }
 
+/* word padded to width, in the colour of its outcome on a terminal. */
+static void print_state(const char *word, int width) {
+	TermColor c = term_color_of_state(word);
+
+	printf("%s%-*s%s", term_color(stdout, c), width, strna(word),
+	       c != TERM_COLOR_NONE ? term_normal(stdout) : "");
+}
+
 /* The VM decisions and the preconditions verdict (Update.decisions / PlanCommit). */
 void cli_print_decisions(json_object *d, const char *indent) {
 	json_object *vms = NULL, *verdict = NULL, *reasons = NULL, *allowed = NULL;
@@ -50,9 +59,13 @@ void cli_print_decisions(json_object *d, const char *indent) {
 			json_object *v = json_object_array_get_idx(vms, i), *refused = NULL;
 
 			json_object_object_get_ex(v, "refused", &refused);
-			printf("%s  %-24s %-10s %-9s%s\n", indent, strna(cli_jstr(v, "name")),
-			       strna(cli_jstr(v, "strategy")), strna(cli_jstr(v, "state")),
-			       json_object_get_boolean(refused) ? " REFUSED" : "");
+			printf("%s  %-24s %-10s %-9s", indent, strna(cli_jstr(v, "name")),
+			       strna(cli_jstr(v, "strategy")), strna(cli_jstr(v, "state")));
+			if (json_object_get_boolean(refused)) {
+				fputc(' ', stdout);
+				print_state("REFUSED", 0);
+			}
+			fputc('\n', stdout);
 			if (json_object_object_get_ex(v, "reasons", &reasons)) {
 				_cleanup_free_ char *p = NULL;
 
@@ -64,8 +77,11 @@ void cli_print_decisions(json_object *d, const char *indent) {
 		printf("%sVMs: none\n", indent);
 	if (json_object_object_get_ex(d, "verdict", &verdict)) {
 		json_object_object_get_ex(verdict, "allowed", &allowed);
-		printf("%sPreconditions: %s\n", indent,
-		       json_object_get_boolean(allowed) ? "met" : "NOT met, the commit is refused");
+		printf("%sPreconditions: %s%s%s\n", indent,
+		       term_color(stdout, json_object_get_boolean(allowed) ? TERM_COLOR_GREEN
+		                                                           : TERM_COLOR_RED),
+		       json_object_get_boolean(allowed) ? "met" : "NOT met, the commit is refused",
+		       term_normal(stdout));
 		if (json_object_object_get_ex(verdict, "reasons", &reasons)) {
 			_cleanup_free_ char *p = NULL;
 
@@ -109,7 +125,7 @@ int verb_list(sd_bus *bus, char **args, unsigned n) {
 	r = sd_bus_message_enter_container(reply, 'a', "(sso)");
 	if (r < 0)
 		return cli_fail_bus("Bad reply", NULL, r);
-	if (!arg_json)
+	if (!arg_json && arg_legend)
 		printf("%-16s  %-10s  %-19s  %s\n", "ID", "STATE", "COMMITTED", "KERNEL");
 	while ((r = sd_bus_message_read(reply, "(sso)", &id, &state, &path)) > 0) {
 		if (arg_json) {
@@ -124,22 +140,24 @@ int verb_list(sd_bus *bus, char **args, unsigned n) {
 			char when[32];
 
 			list_row_facts(bus, path, &version, when);
-			printf("%-16s  %-10s  %-19s  %s\n", id, state, when,
-			       version && *version ? version : "-");
+			printf("%-16s  ", id);
+			print_state(state, 10);
+			printf("  %-19s  %s\n", when, version && *version ? version : "-");
 		}
 		count++;
 	}
 	if (r < 0)
 		return cli_fail_bus("Bad reply", NULL, r);
 	if (arg_json)
-		printf("%s\n", json_object_to_json_string_ext(
-		                       a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	else
+		cli_json_print(a, arg_json, stdout);
+	else if (arg_legend)
 		printf("\n%u update(s).\n", count);
 	return EXIT_OK;
 }
 
-int verb_describe(sd_bus *bus, char **args, unsigned n) {
+/* Describe() with its keys in snake_case (the daemon names them as its D-Bus properties):
+ * the one form upgradectl reads and prints. An exit code on failure. */
+static int describe_snake(sd_bus *bus, json_object **ret) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(json_object_putp) json_object *o = NULL;
 	_cleanup_free_ char *json = NULL;
@@ -148,93 +166,97 @@ int verb_describe(sd_bus *bus, char **args, unsigned n) {
 	r = cli_call_string(bus, "Describe", NULL, &json, &e);
 	if (r < 0)
 		return cli_fail_bus("Describe failed", &e, r);
-	if (arg_json) {
-		fputs(json, stdout);
-		fputc('\n', stdout);
-		return EXIT_OK;
-	}
-	o = json_tokener_parse(json);
-	printf("%s\n", o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-	                                                             JSON_C_TO_STRING_NOSLASHESCAPE)
-	                 : json);
-	return EXIT_OK;
-}
-
-int verb_status(sd_bus *bus, char **args, unsigned n) {
-	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	_cleanup_(json_object_putp) json_object *o = NULL;
-	_cleanup_free_ char *json = NULL;
-	json_object *b = NULL, *ups = NULL, *usable = NULL;
-	int r;
-
-	r = cli_call_string(bus, "Describe", NULL, &json, &e);
-	if (r < 0)
-		return cli_fail_bus("Describe failed", &e, r);
-	if (arg_json) {
-		printf("%s\n", json);
-		return EXIT_OK;
-	}
 	o = json_tokener_parse(json);
 	if (!o)
 		return cli_fail_bus("Bad reply", NULL, -EBADMSG);
-	json_object_object_get_ex(o, "Backend", &b);
-	if (b)
-		json_object_object_get_ex(b, "Usable", &usable);
+	*ret = cli_json_snake_keys(o);
+	return *ret ? EXIT_OK : cli_fail_bus("Reading the reply failed", NULL, -ENOMEM);
+}
 
-	printf("         State: %s\n", strna(cli_jstr(o, "State")));
-	printf("Running kernel: %s\n", strna(cli_jstr(o, "RunningKernel")));
-	printf(" Staged kernel: %s\n",
-	       *strempty(cli_jstr(o, "StagedKernel")) ? cli_jstr(o, "StagedKernel") : "-");
-	printf("       Backend: %s%s%s%s%s\n", strna(cli_jstr(b, "Name")),
-	       json_object_get_boolean(usable) ? "" : " (unusable: ",
-	       json_object_get_boolean(usable) ? "" : strna(cli_jstr(b, "Reason")),
-	       json_object_get_boolean(usable) ? "" : ")",
-	       b && cli_jstr(b, "Name") && streq(cli_jstr(b, "Name"), "record") ? " [TEST ONLY]"
-	                                                                        : "");
-	printf("   Last report: %s\n",
-	       *strempty(cli_jstr(o, "LastReport")) ? cli_jstr(o, "LastReport") : "-");
+int verb_describe(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	int r;
 
-	ups = cli_jarray(o, "Updates");
-	if (cli_jarray_length(ups) > 0) {
-		printf("\n%-16s  %-10s  %-17s  %-24s  %s\n", "ID", "STATE", "PHASE", "VERSION",
-		       "KERNEL");
-		for (size_t i = 0; i < cli_jarray_length(ups); i++) {
-			json_object *u = json_object_array_get_idx(ups, i), *k = NULL;
+	r = describe_snake(bus, &o);
+	if (r != EXIT_OK)
+		return r;
+	cli_json_print(o, arg_json ?: CLI_JSON_PRETTY, stdout);
+	return EXIT_OK;
+}
 
-			json_object_object_get_ex(u, "kernel", &k);
-			printf("%-16s  %-10s  %-17s  %-24s  %s\n", strna(cli_jstr(u, "id")),
-			       strna(cli_jstr(u, "state")), strna(cli_jstr(u, "phase")),
-			       strna(cli_jstr(u, "kernel_version")), strna(cli_jstr(k, "path")));
-		}
-		/* The reasons of the newest update: why it is (or was) handed over so. */
-		{
-			json_object *u = json_object_array_get_idx(ups, cli_jarray_length(ups) - 1);
-			json_object *d = NULL, *vms = NULL;
+/* The newest update's reasons and results: why it is (or was) handed over so. */
+static void print_newest_update(json_object *u) {
+	json_object *d = NULL, *vms = NULL;
 
-			printf("\nUpdate %s:\n", strna(cli_jstr(u, "id")));
-			if (cli_jstr(u, "handoff")) {
-				printf("  Handoff: %s\n", cli_jstr(u, "handoff"));
-				cli_print_joined("    ", cli_jstr(u, "handoff_reason"));
-			}
-			if (cli_jstr(u, "error"))
-				printf("  Error: %s\n", cli_jstr(u, "error"));
-			if (json_object_object_get_ex(u, "decisions", &d) && d)
-				cli_print_decisions(d, "  ");
-			vms = cli_jarray(u, "vms");
-			if (vms) {
-				printf("  VM results:\n");
-				for (size_t i = 0; i < cli_jarray_length(vms); i++) {
-					json_object *v = json_object_array_get_idx(vms, i);
-
-					printf("    %-24s %-10s %-12s %s\n",
-					       strna(cli_jstr(v, "name")),
-					       strna(cli_jstr(v, "strategy")),
-					       strna(cli_jstr(v, "result")),
-					       strempty(cli_jstr(v, "error")));
-				}
-			}
-		}
+	printf("\nUpdate %s:\n", strna(cli_jstr(u, "id")));
+	if (cli_jstr(u, "handoff")) {
+		printf("  Handoff: %s\n", cli_jstr(u, "handoff"));
+		cli_print_joined("    ", cli_jstr(u, "handoff_reason"));
 	}
+	if (cli_jstr(u, "error"))
+		printf("  %sError: %s%s\n", term_color(stdout, TERM_COLOR_RED),
+		       cli_jstr(u, "error"), term_normal(stdout));
+	if (json_object_object_get_ex(u, "decisions", &d) && d)
+		cli_print_decisions(d, "  ");
+	vms = cli_jarray(u, "vms");
+	if (!vms)
+		return;
+	printf("  VM results:\n");
+	for (size_t i = 0; i < cli_jarray_length(vms); i++) {
+		json_object *v = json_object_array_get_idx(vms, i);
+
+		printf("    %-24s %-10s ", strna(cli_jstr(v, "name")),
+		       strna(cli_jstr(v, "strategy")));
+		print_state(cli_jstr(v, "result"), 12);
+		printf(" %s\n", strempty(cli_jstr(v, "error")));
+	}
+}
+
+int verb_status(sd_bus *bus, char **args, unsigned n) {
+	_cleanup_(json_object_putp) json_object *o = NULL;
+	json_object *b = NULL, *ups = NULL;
+	bool usable;
+	int r;
+
+	r = describe_snake(bus, &o);
+	if (r != EXIT_OK)
+		return r;
+	if (arg_json) {
+		cli_json_print(o, arg_json, stdout);
+		return EXIT_OK;
+	}
+	b = cli_jobj(o, "backend");
+	usable = json_object_get_boolean(cli_jobj(b, "usable"));
+
+	printf("         State: %s\n", strna(cli_jstr(o, "state")));
+	printf("Running kernel: %s\n", strna(cli_jstr(o, "running_kernel")));
+	printf(" Staged kernel: %s\n",
+	       *strempty(cli_jstr(o, "staged_kernel")) ? cli_jstr(o, "staged_kernel") : "-");
+	printf("       Backend: %s%s%s%s%s%s%s\n", strna(cli_jstr(b, "name")),
+	       term_color(stdout, usable ? TERM_COLOR_NONE : TERM_COLOR_YELLOW),
+	       usable ? "" : " (unusable: ", usable ? "" : strna(cli_jstr(b, "reason")),
+	       usable ? "" : ")", usable ? "" : term_normal(stdout),
+	       json_object_get_boolean(cli_jobj(b, "test_only")) ? " [TEST ONLY]" : "");
+	printf("   Last report: %s\n",
+	       *strempty(cli_jstr(o, "last_report")) ? cli_jstr(o, "last_report") : "-");
+
+	ups = cli_jarray(o, "updates");
+	if (cli_jarray_length(ups) == 0)
+		return EXIT_OK;
+	fputc('\n', stdout);
+	if (arg_legend)
+		printf("%-16s  %-10s  %-17s  %-24s  %s\n", "ID", "STATE", "PHASE", "VERSION",
+		       "KERNEL");
+	for (size_t i = 0; i < cli_jarray_length(ups); i++) {
+		json_object *u = json_object_array_get_idx(ups, i);
+
+		printf("%-16s  ", strna(cli_jstr(u, "id")));
+		print_state(cli_jstr(u, "state"), 10);
+		printf("  %-17s  %-24s  %s\n", strna(cli_jstr(u, "phase")),
+		       strna(cli_jstr(u, "kernel_version")),
+		       strna(cli_jstr(cli_jobj(u, "kernel"), "path")));
+	}
+	print_newest_update(json_object_array_get_idx(ups, cli_jarray_length(ups) - 1));
 	return EXIT_OK;
 }
 
@@ -247,15 +269,14 @@ int verb_report(sd_bus *bus, char **args, unsigned n) {
 	r = cli_call_string(bus, "GetReport", n > 0 ? args[0] : "", &json, &e);
 	if (r < 0)
 		return cli_fail_bus("GetReport failed", &e, r);
-	if (arg_json) {
-		fputs(json, stdout);
-		if (!*json || json[strlen(json) - 1] != '\n')
-			fputc('\n', stdout);
-		return EXIT_OK;
-	}
 	o = json_tokener_parse(json);
 	if (!o)
 		return cli_fail_bus("Bad report", NULL, -EBADMSG);
+	/* Its keys are the schema's (snake_case already), and left as they are. */
+	if (arg_json) {
+		cli_json_print(o, arg_json, stdout);
+		return EXIT_OK;
+	}
 	if (arg_html) {
 		r = report_html_write(o, arg_output);
 		return r < 0 ? cli_fail_bus("Cannot write the HTML report", NULL, r) : EXIT_OK;

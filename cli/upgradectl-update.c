@@ -15,6 +15,7 @@
 #include "json-util.h"
 #include "macros.h"
 #include "string-util.h"
+#include "terminal.h"
 #include "upgrade-bus.h"
 #include "upgradectl.h"
 
@@ -99,17 +100,24 @@ static int commit_dry_run(sd_bus *bus, const char *id) {
 	if (!o)
 		return cli_fail_bus("Bad reply", NULL, -EBADMSG);
 	json_object_object_get_ex(o, "allowed", &allowed);
-	if (arg_json)
-		printf("%s\n", json);
-	else {
+	if (arg_json) {
+		_cleanup_(json_object_putp) json_object *snake = cli_json_snake_keys(o);
+
+		if (!snake)
+			return cli_fail_bus("Reading the reply failed", NULL, -ENOMEM);
+		cli_json_print(snake, arg_json, stdout);
+	} else {
 		json_object_object_get_ex(o, "handoff", &h);
 		json_object_object_get_ex(o, "decisions", &d);
 		printf("Update %s: dry run, nothing changed.\n", strna(cli_jstr(o, "id")));
 		printf("Handoff: %s\n", strna(cli_jstr(h, "mode")));
 		cli_print_joined("  ", cli_jstr(h, "reason"));
 		cli_print_decisions(d, "");
-		printf("Commit would %s.\n",
-		       json_object_get_boolean(allowed) ? "proceed" : "be REFUSED");
+		printf("Commit would %s%s%s.\n",
+		       term_color(stdout, json_object_get_boolean(allowed) ? TERM_COLOR_GREEN
+		                                                           : TERM_COLOR_RED),
+		       json_object_get_boolean(allowed) ? "proceed" : "be REFUSED",
+		       term_normal(stdout));
 	}
 	return json_object_get_boolean(allowed) ? EXIT_OK : EXIT_REFUSED;
 }

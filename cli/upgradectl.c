@@ -15,14 +15,17 @@
 #include "log.h"
 #include "macros.h"
 #include "string-util.h"
+#include "terminal.h"
 #include "upgrade-bus.h"
 #include "upgradectl.h"
 
 #define WAIT_TIMEOUT_USEC (10ULL * 60 * 1000000) /* --wait-timeout= default */
 #define PARSE_GO_ON       (-1)                   /* parse_argv(): run the verb */
 
-bool arg_json = false;
+CliJsonFormat arg_json = CLI_JSON_OFF;
 static bool arg_ask_password = true;
+static bool arg_pager = true;
+bool arg_legend = true;
 bool arg_wait = false;
 bool arg_value = false;
 bool arg_reuse_cmdline = false;
@@ -35,7 +38,8 @@ const char *arg_initrd = NULL;
 const char *arg_cmdline = NULL;
 char **arg_properties = NULL;
 
-/* The verb options given (-h, -H, --no-ask-password and --version go with every verb): a verb
+/* The verb options given (-h, -H, --no-ask-password, --no-pager and --version go with every
+ * verb): a verb
  * refuses one it does not take, rather than ignore it (`commit --json` without --dry-run
  * would commit). */
 enum {
@@ -50,10 +54,11 @@ enum {
 	OPT_WAIT_TIMEOUT = 1u << 8,
 	OPT_HTML = 1u << 9,
 	OPT_OUTPUT = 1u << 10,
+	OPT_NO_LEGEND = 1u << 11,
 };
 static const char *const option_names[] = {
 	"--json",          "--wait",    "--value",        "--property", "--initrd", "--cmdline",
-	"--reuse-cmdline", "--dry-run", "--wait-timeout", "--html",     "--output",
+	"--reuse-cmdline", "--dry-run", "--wait-timeout", "--html",     "--output", "--no-legend",
 };
 static unsigned arg_given = 0;
 
@@ -63,6 +68,7 @@ typedef struct Verb {
 	int (*run)(sd_bus *bus, char **args, unsigned n);
 	const char *help;
 	unsigned options; /* OPT_* it takes */
+	bool pager;       /* long human output: paged on a terminal (--no-pager) */
 } Verb;
 
 /* ---- internal functions ---- */
@@ -107,7 +113,8 @@ static int exit_code_for_error(const sd_bus_error *e) {
 /* Prints "<what>: <message> (<error name>)" and returns the exit code. */
 int cli_fail_bus(const char *what, const sd_bus_error *e, int r) {
 	if (sd_bus_error_is_set(e)) {
-		fprintf(stderr, "%s: %s (%s)\n", what, e->message ?: "", e->name);
+		fprintf(stderr, "%s%s: %s (%s)%s\n", term_color(stderr, TERM_COLOR_RED), what,
+		        e->message ?: "", e->name, term_normal(stderr));
 		/* The bus's own text ("... not provided by any .service files") says no more. */
 		if (sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN,
 		                           SD_BUS_ERROR_NAME_HAS_NO_OWNER))
@@ -118,7 +125,8 @@ int cli_fail_bus(const char *what, const sd_bus_error *e, int r) {
 			        arg_host ? " on that host" : "");
 		return exit_code_for_error(e);
 	}
-	fprintf(stderr, "%s: %s\n", what, strerror(-r));
+	fprintf(stderr, "%s%s: %s%s\n", term_color(stderr, TERM_COLOR_RED), what, strerror(-r),
+	        term_normal(stderr));
 	return EXIT_FAILED;
 }
 
@@ -162,6 +170,7 @@ int cli_call_string(sd_bus *bus, const char *method, const char *arg, char **ret
 
 #define COMMON_OPTIONS_TEXT                                                                     \
 	"    --no-ask-password  Do not ask for a password (polkit interactive authorization)\n" \
+	"    --no-pager         Do not pipe the output into a pager\n"                          \
 	"    -H, --host=[USER@]HOST[:PORT]  Talk to upgraded on HOST over SSH\n"                \
 	"    -h, --help         Show this help\n"
 
@@ -191,8 +200,8 @@ static const Verb verbs[] = {
 	  OPT_INITRD | OPT_CMDLINE | OPT_REUSE_CMDLINE | OPT_WAIT | OPT_WAIT_TIMEOUT },
 	{ "commit", 0, 1, verb_commit,
 	  "NAME\n    upgradectl commit - hand the machine over to the staged kernel\n\n"
-	  "SYNOPSIS\n    upgradectl commit [ID] [--wait [--wait-timeout=SEC] | --dry-run "
-	  "[--json]]\n\n"
+	  "SYNOPSIS\n    upgradectl commit [ID] [--wait [--wait-timeout=SEC] [--no-legend] | "
+	  "--dry-run [--json[=MODE]]]\n\n"
 	  "DESCRIPTION\n"
 	  "    Commits the staged update (or update ID): the pre-handoff steps run, the\n"
 	  "    handoff record is persisted and synced, then systemd is asked to start\n"
@@ -209,12 +218,15 @@ static const Verb verbs[] = {
 	  "    --dry-run          Change nothing: print the handoff mode, each VM's\n"
 	  "                       strategy and the preconditions, with the policy's reasons\n"
 	  "                       (exit 9 when the commit would be refused)\n"
-	  "    --json             With --dry-run: print the decisions as JSON\n" COMMON_OPTIONS_TEXT
-	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl commit --wait\n",
-	  OPT_WAIT | OPT_WAIT_TIMEOUT | OPT_DRY_RUN | OPT_JSON },
+	  "    --json[=MODE]      With --dry-run: print the decisions as JSON, on one line\n"
+	  "                       (short, also plain --json) or indented (pretty)\n"
+	  "    --no-legend        With --wait: no header over the table of VM "
+	  "results\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl commit --wait\n",
+	  OPT_WAIT | OPT_WAIT_TIMEOUT | OPT_DRY_RUN | OPT_JSON | OPT_NO_LEGEND },
 	{ "watch", 0, 1, verb_watch,
 	  "NAME\n    upgradectl watch - follow an update in flight\n\n"
-	  "SYNOPSIS\n    upgradectl watch [ID] [--wait-timeout=SEC]\n\n"
+	  "SYNOPSIS\n    upgradectl watch [ID] [--wait-timeout=SEC] [--no-legend]\n\n"
 	  "DESCRIPTION\n"
 	  "    Attaches to update ID, or to the one in flight (committing, or completing on\n"
 	  "    the new kernel while its VMs are restored), and prints what commit --wait\n"
@@ -223,9 +235,10 @@ static const Verb verbs[] = {
 	  "    the kexec is requested or the update ended (0 done or handed off, 1 failed\n"
 	  "    or cancelled), or after --wait-timeout= (10).\n\n"
 	  "OPTIONS\n"
-	  "    --wait-timeout=SEC Stop after SEC seconds (default 600, 0: no "
-	  "limit)\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl watch\n",
-	  OPT_WAIT_TIMEOUT },
+	  "    --wait-timeout=SEC Stop after SEC seconds (default 600, 0: no limit)\n"
+	  "    --no-legend        No header over the table of VM results\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl watch\n",
+	  OPT_WAIT_TIMEOUT | OPT_NO_LEGEND },
 	{ "restore-vm", 1, 1, verb_restore_vm,
 	  "NAME\n    upgradectl restore-vm - restore one VM from its kept saved state\n\n"
 	  "SYNOPSIS\n    upgradectl restore-vm NAME\n\n"
@@ -254,28 +267,34 @@ static const Verb verbs[] = {
 	  0 },
 	{ "status", 0, 0, verb_status,
 	  "NAME\n    upgradectl status - show the service state and the known updates\n\n"
-	  "SYNOPSIS\n    upgradectl status [--json]\n\n"
+	  "SYNOPSIS\n    upgradectl status [--json[=MODE]] [--no-legend]\n\n"
 	  "DESCRIPTION\n"
 	  "    Prints the state, the running and staged kernels, the kexec backend (and\n"
-	  "    why it is unusable, if it is), the last report, and a table of updates.\n\n"
+	  "    why it is unusable, if it is), the last report, and a table of updates.\n"
+	  "    On a terminal, failed and refused are shown in red, cancelled and an\n"
+	  "    unusable backend in yellow, done in green.\n\n"
 	  "OPTIONS\n"
-	  "    --json             Print Describe() unchanged\n" COMMON_OPTIONS_TEXT
+	  "    --json[=MODE]      Print Describe() with its keys in snake_case, on one line\n"
+	  "                       (short, also plain --json) or indented (pretty)\n"
+	  "    --no-legend        No header over the table of updates\n" COMMON_OPTIONS_TEXT
 	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl status\n",
-	  OPT_JSON },
+	  OPT_JSON | OPT_NO_LEGEND, true },
 	{ "list", 0, 0, verb_list,
 	  "NAME\n    upgradectl list - list updates\n\n"
-	  "SYNOPSIS\n    upgradectl list [--json]\n\n"
+	  "SYNOPSIS\n    upgradectl list [--json[=MODE]] [--no-legend]\n\n"
 	  "DESCRIPTION\n    Lists every update known to upgraded, oldest first: id, state, when "
 	  "its\n"
 	  "    commit was requested (local time; - when never committed) and the kernel\n"
 	  "    version. --json gives id, state and the update's object path.\n\n"
 	  "OPTIONS\n"
-	  "    --json             Print a JSON array\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
-	  "\nEXAMPLES\n    upgradectl list\n",
-	  OPT_JSON },
+	  "    --json[=MODE]      Print a JSON array, on one line (short, also plain --json)\n"
+	  "                       or indented (pretty)\n"
+	  "    --no-legend        No header line and no count at the end\n" COMMON_OPTIONS_TEXT
+	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl list --no-legend\n",
+	  OPT_JSON | OPT_NO_LEGEND, true },
 	{ "report", 0, 1, verb_report,
 	  "NAME\n    upgradectl report - show the report of a finished update\n\n"
-	  "SYNOPSIS\n    upgradectl report [ID] [--json | --html [-o FILE]]\n\n"
+	  "SYNOPSIS\n    upgradectl report [ID] [--json[=MODE] | --html [-o FILE]]\n\n"
 	  "DESCRIPTION\n"
 	  "    Shows the report of update ID, or of the last finished update: result, old\n"
 	  "    and new kernel, backend, handoff mode and why the policy chose it, the\n"
@@ -286,33 +305,38 @@ static const Verb verbs[] = {
 	  "    carry the timebase uncertainty). The schema is docs/report.schema.json,\n"
 	  "    documented in docs/report.md.\n\n"
 	  "OPTIONS\n"
-	  "    --json             Print GetReport() unchanged\n"
+	  "    --json[=MODE]      Print GetReport(), on one line (short, also plain --json)\n"
+	  "                       or indented (pretty); its keys are the schema's\n"
 	  "    --html             One self-contained HTML page (inline SVG, no network\n"
 	  "                       access): the phases, purgatory, boot gaps, a bar per VM\n"
 	  "    -o, --output=FILE  Write the page to FILE instead of stdout\n" COMMON_OPTIONS_TEXT
 	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl report --json | jq .phases\n"
 	  "    upgradectl -H root@host1 report --html -o host1.html\n",
-	  OPT_JSON | OPT_HTML | OPT_OUTPUT },
+	  OPT_JSON | OPT_HTML | OPT_OUTPUT, true },
 	{ "show", 0, 1, verb_show,
 	  "NAME\n    upgradectl show - print bus properties\n\n"
 	  "SYNOPSIS\n    upgradectl show [ID] [-p NAME]... [--value]\n\n"
 	  "DESCRIPTION\n"
-	  "    Prints the Manager's properties as NAME=VALUE, or those of update ID.\n\n"
+	  "    Prints the Manager's properties as NAME=VALUE, or those of update ID. NAME is\n"
+	  "    the D-Bus property's name (State, KernelVersion), as -p takes it.\n\n"
 	  "OPTIONS\n"
 	  "    -p, --property=NAME  Only this property (repeatable)\n"
 	  "    --value              Print values only\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	  "\nEXAMPLES\n    upgradectl show -p State --value\n",
-	  OPT_PROPERTY | OPT_VALUE },
+	  OPT_PROPERTY | OPT_VALUE, true },
 	{ "describe", 0, 0, verb_describe,
 	  "NAME\n    upgradectl describe - the complete service state as JSON\n\n"
-	  "SYNOPSIS\n    upgradectl describe [--json]\n\n"
+	  "SYNOPSIS\n    upgradectl describe [--json[=MODE]]\n\n"
 	  "DESCRIPTION\n"
-	  "    Prints Describe(): state, kernels, backend, allowed directories and every\n"
-	  "    update record. Pretty-printed, or unchanged with --json.\n\n"
+	  "    Prints Describe(): state, kernels, backend, allowed directories, the settings\n"
+	  "    in effect and every update record, with every key in snake_case\n"
+	  "    (running_kernel, backend.crash_kernel_reserved; the daemon names them as\n"
+	  "    its D-Bus properties). Indented, or as --json=MODE says.\n\n"
 	  "OPTIONS\n"
-	  "    --json             Print Describe() unchanged\n" COMMON_OPTIONS_TEXT
-	  "\n" EXIT_STATUS_TEXT "\nEXAMPLES\n    upgradectl describe --json\n",
-	  OPT_JSON },
+	  "    --json[=MODE]      On one line (short, also plain --json) or indented "
+	  "(pretty)\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
+	  "\nEXAMPLES\n    upgradectl describe --json | jq .running_kernel\n",
+	  OPT_JSON, true },
 };
 
 static void help(void) {
@@ -332,15 +356,22 @@ static void help(void) {
 	       "    describe           Complete state as JSON\n\n"
 	       "    `upgradectl VERB --help` describes each verb.\n\n"
 	       "OPTIONS\n"
-	       "    --json             JSON output (status, list, report, describe, commit\n"
-	       "                       --dry-run)\n"
+	       "    --json[=MODE]      JSON output (status, list, report, describe, commit\n"
+	       "                       --dry-run): short (one line; plain --json) or pretty;\n"
+	       "                       keys in snake_case\n"
+	       "    --no-legend        No table headers and footers (list, status, commit, watch)\n"
 	       "    --wait             Follow progress (stage, commit)\n"
 	       "    --wait-timeout=SEC Limit of --wait and watch (default 600, 0: none; exit 10)\n"
 	       "    --version          Show the version\n" COMMON_OPTIONS_TEXT "\n" EXIT_STATUS_TEXT
 	       "\nENVIRONMENT\n"
 	       "    DBUS_SYSTEM_BUS_ADDRESS  The bus to talk to (default: the system bus; not\n"
 	       "                             with -H, which runs `ssh -xT [-p PORT] [USER@]HOST\n"
-	       "                             systemd-stdio-bridge` like systemctl -H)\n");
+	       "                             systemd-stdio-bridge` like systemctl -H)\n"
+	       "    SYSTEMD_PAGER, PAGER     The pager of status, list, report, show and describe\n"
+	       "                             on a terminal (default less; \"\" or cat: none)\n"
+	       "    SYSTEMD_LESS             less's options (default FRSXMK)\n"
+	       "    SYSTEMD_COLORS           1 or 0: colour on or off whatever the output is\n"
+	       "    NO_COLOR                 When set, no colour (a terminal gets colour)\n");
 }
 
 /* The options the verb does not take, and the combinations it refuses: the exit code, or
@@ -396,6 +427,8 @@ enum {
 	ARG_DRY_RUN,
 	ARG_WAIT_TIMEOUT,
 	ARG_HTML,
+	ARG_NO_PAGER,
+	ARG_NO_LEGEND,
 };
 
 /* One verb option into arg_* and arg_given: PARSE_GO_ON, or the exit code to return. */
@@ -411,9 +444,20 @@ static int set_verb_option(int c, const char *value) {
 		arg_output = value;
 		arg_given |= OPT_OUTPUT;
 		break;
-	case ARG_JSON:
-		arg_json = true;
+	case ARG_JSON: {
+		int f = cli_json_format_from_string(value);
+
+		if (f < 0) {
+			fprintf(stderr, "--json= takes short or pretty, not '%s'.\n", value);
+			return EXIT_USAGE;
+		}
+		arg_json = f;
 		arg_given |= OPT_JSON;
+		break;
+	}
+	case ARG_NO_LEGEND:
+		arg_legend = false;
+		arg_given |= OPT_NO_LEGEND;
 		break;
 	case ARG_WAIT:
 		arg_wait = true;
@@ -468,7 +512,9 @@ static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 		{ "html", no_argument, NULL, ARG_HTML },
 		{ "output", required_argument, NULL, 'o' },
 		{ "version", no_argument, NULL, ARG_VERSION },
-		{ "json", no_argument, NULL, ARG_JSON },
+		{ "json", optional_argument, NULL, ARG_JSON },
+		{ "no-pager", no_argument, NULL, ARG_NO_PAGER },
+		{ "no-legend", no_argument, NULL, ARG_NO_LEGEND },
 		{ "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
 		{ "wait", no_argument, NULL, ARG_WAIT },
 		{ "value", no_argument, NULL, ARG_VALUE },
@@ -496,6 +542,9 @@ static int parse_argv(int argc, char *argv[], bool *ret_want_help) {
 		case ARG_NO_ASK_PASSWORD:
 			arg_ask_password = false;
 			break;
+		case ARG_NO_PAGER:
+			arg_pager = false;
+			break;
 		default:
 			r = set_verb_option(c, optarg);
 			if (r != PARSE_GO_ON)
@@ -513,6 +562,7 @@ int main(int argc, char *argv[]) {
 	int r, ret;
 
 	log_set_prefix("upgradectl");
+	terminal_init();
 	r = parse_argv(argc, argv, &want_help);
 	if (r != PARSE_GO_ON)
 		return r;
@@ -551,7 +601,10 @@ int main(int argc, char *argv[]) {
 		goto out;
 	}
 	(void)sd_bus_set_allow_interactive_authorization(bus, arg_ask_password);
+	if (verb->pager && !arg_html)
+		(void)pager_open(arg_pager);
 	ret = verb->run(bus, optind < argc ? argv + optind + 1 : argv + argc, n);
+	pager_close();
 out:
 	strv_free(arg_properties);
 	return ret;

@@ -8,12 +8,15 @@
  *                        cancel, restore-vm
  *   upgradectl-show.c    the verbs that show the service: status, list, describe,
  *                        report, show
+ *   terminal.c           colour and the pager on a terminal
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
+
+#include "cli-json.h"
 
 /* Exit codes (documented in the help text and docs/dbus-api.md). */
 enum {
@@ -32,7 +35,8 @@ enum {
 };
 
 /* The command line (upgradectl.c). */
-extern bool arg_json;
+extern CliJsonFormat arg_json; /* CLI_JSON_OFF: human output */
+extern bool arg_legend;        /* false: --no-legend */
 extern bool arg_wait;
 extern bool arg_value;
 extern bool arg_reuse_cmdline;

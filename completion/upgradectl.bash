@@ -6,17 +6,18 @@
 __upgradectl_verbs="stage commit cancel watch restore-vm status list report show describe"
 
 # Options before a verb: those of `upgradectl --help`.
-__upgradectl_global_opts="--json --wait --wait-timeout= --version --no-ask-password -H --host= -h --help"
-__upgradectl_common_opts="--no-ask-password -H --host= -h --help"
+__upgradectl_global_opts="--json --json= --no-legend --wait --wait-timeout= --version --no-ask-password --no-pager -H --host= -h --help"
+__upgradectl_common_opts="--no-ask-password --no-pager -H --host= -h --help"
 
 # The options each verb takes (`upgradectl VERB --help`), besides the common ones.
 __upgradectl_verb_opts() {
 	case $1 in
 	stage) echo "--initrd= --cmdline= --reuse-cmdline --wait --wait-timeout=" ;;
-	commit) echo "--wait --wait-timeout= --dry-run --json" ;;
-	watch) echo "--wait-timeout=" ;;
-	status | list | describe) echo "--json" ;;
-	report) echo "--json --html -o --output=" ;;
+	commit) echo "--wait --wait-timeout= --dry-run --json --json= --no-legend" ;;
+	watch) echo "--wait-timeout= --no-legend" ;;
+	status | list) echo "--json --json= --no-legend" ;;
+	describe) echo "--json --json=" ;;
+	report) echo "--json --json= --html -o --output=" ;;
 	show) echo "-p --property= --value" ;;
 	esac
 }
@@ -27,7 +28,7 @@ __upgradectl_ask() {
 }
 
 # Update ids from `upgradectl list --json` ([{"id": ..., "state": ..., "object": ...}]);
-# keys are matched in any case, so a change of the JSON key convention does not break it.
+# keys are matched in any case, so an older upgradectl's CamelCase keys work too.
 __upgradectl_ids() {
 	__upgradectl_ask list --json | grep -oi '"id" *: *"[0-9a-f]\{16\}"' | grep -o '[0-9a-f]\{16\}'
 }
@@ -79,6 +80,10 @@ _upgradectl() {
 		;;
 	--host | -H)
 		COMPREPLY=($(compgen -A hostname -- "$cur"))
+		return 0
+		;;
+	--json)
+		COMPREPLY=($(compgen -W "short pretty" -- "$cur"))
 		return 0
 		;;
 	--cmdline | --wait-timeout | --property | -p)

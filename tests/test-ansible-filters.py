@@ -31,26 +31,33 @@ def report(vms, est=None, result="success", booted="6.1", new="6.1"):
 
 class StagePlan(unittest.TestCase):
     def test_idle_stages(self):
-        self.assertEqual(f.upgraded_stage_plan({"Updates": []}, "/boot/k")["action"], "stage")
+        self.assertEqual(f.upgraded_stage_plan({"updates": []}, "/boot/k")["action"], "stage")
 
     def test_same_update_is_not_staged_twice(self):
-        d = {"Updates": [update("a", "staged", initrd="/boot/i")]}
+        d = {"updates": [update("a", "staged", initrd="/boot/i")]}
         self.assertEqual(f.upgraded_stage_plan(d, "/boot/k", "/boot/i")["action"], "staged")
 
     def test_other_initrd_or_cmdline_conflicts(self):
-        d = {"Updates": [update("a", "staged", initrd="/boot/i")]}
+        d = {"updates": [update("a", "staged", initrd="/boot/i")]}
         self.assertEqual(f.upgraded_stage_plan(d, "/boot/k")["action"], "conflict")
         self.assertEqual(f.upgraded_stage_plan(d, "/boot/k", "/boot/i", "ro")["action"], "conflict")
 
     def test_in_flight_is_busy(self):
-        d = {"Updates": [update("a", "committing")]}
+        d = {"updates": [update("a", "committing")]}
         self.assertEqual(f.upgraded_stage_plan(d, "/boot/k")["action"], "busy")
 
     def test_running_the_kernel_is_up_to_date(self):
+        d = {"running_kernel": "6.1", "updates": [update("a", "done", booted="6.1")]}
+        self.assertEqual(f.upgraded_stage_plan(d, "/boot/k")["action"], "up-to-date")
+        d["running_kernel"] = "6.0"  # rolled back to another kernel since: stage again
+        self.assertEqual(f.upgraded_stage_plan(d, "/boot/k")["action"], "stage")
+
+    def test_older_upgradectl_keys(self):
+        # A host whose upgradectl predates snake_case prints the D-Bus names: same plan.
         d = {"RunningKernel": "6.1", "Updates": [update("a", "done", booted="6.1")]}
         self.assertEqual(f.upgraded_stage_plan(d, "/boot/k")["action"], "up-to-date")
-        d["RunningKernel"] = "6.0"  # rolled back to another kernel since: stage again
-        self.assertEqual(f.upgraded_stage_plan(d, "/boot/k")["action"], "stage")
+        d = {"Updates": [update("a", "staged", initrd="/boot/i")]}
+        self.assertEqual(f.upgraded_stage_plan(d, "/boot/k", "/boot/i")["action"], "staged")
 
 
 class Verdict(unittest.TestCase):

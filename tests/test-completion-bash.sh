@@ -31,7 +31,7 @@ up:"list --json")
 	echo '[{"id":"0123456789abcdef","state":"done","object":"/org/upgraded/Upgrade1/update/0123456789abcdef"},{"id":"0123fedcba987654","state":"staged","object":"/org/upgraded/Upgrade1/update/0123fedcba987654"},{"id":"ffffeeeeddddcccc","state":"failed","object":"/org/upgraded/Upgrade1/update/ffffeeeeddddcccc"}]'
 	;;
 up:"status --json")
-	echo '{"State":"idle","Backend":{"Name":"kexec_load"},"Updates":[{"id":"0123456789abcdef","decisions":{"vms":[{"name":"db-1","strategy":"checkpoint","uuid":"u1"}]},"vms":[{"name":"web-1","uuid":"11111111-2222-3333-4444-555555555555","strategy":"checkpoint"},{"name":"web-2","uuid":"21111111-2222-3333-4444-555555555555","strategy":"shutdown"}],"stamps":[{"name":"commit-requested","realtime_usec":1}]},{"id":"ffffeeeeddddcccc","vms":[{"name":"build-7","uuid":"31111111-2222-3333-4444-555555555555","strategy":"keep-ram"}]}]}'
+	echo '{"state":"idle","backend":{"name":"kexec_load"},"updates":[{"id":"0123456789abcdef","decisions":{"vms":[{"name":"db-1","strategy":"checkpoint","uuid":"u1"}]},"vms":[{"name":"web-1","uuid":"11111111-2222-3333-4444-555555555555","strategy":"checkpoint"},{"name":"web-2","uuid":"21111111-2222-3333-4444-555555555555","strategy":"shutdown"}],"stamps":[{"name":"commit-requested","realtime_usec":1}]},{"id":"ffffeeeeddddcccc","vms":[{"name":"build-7","uuid":"31111111-2222-3333-4444-555555555555","strategy":"keep-ram"}]}]}'
 	;;
 hang:*)
 	sleep 30
@@ -83,6 +83,9 @@ for v in $offered; do
 	expect "options of $v" "$("$real" "$v" --help | help_options)" \
 		"$(complete_words upgradectl "$v" -)"
 done
+expect "--json= completes its modes" "$(printf 'pretty\nshort')" \
+	"$(complete_words upgradectl status --json = '')"
+expect "--json=p" "pretty" "$(complete_words upgradectl list --json = p)"
 expect "option prefix --wa" "$(printf -- '--wait\n--wait-timeout')" \
 	"$(complete_words upgradectl commit --wa)"
 touch "$tmp/initrd.img-6.1" "$tmp/initrd.img-6.2"

@@ -30,7 +30,7 @@ case "$*" in
 *"list --json")
 	echo '[{"id":"0123456789abcdef","state":"done","object":"/o/1"},{"id":"ffffeeeeddddcccc","state":"failed","object":"/o/2"}]' ;;
 *"status --json")
-	echo '{"Updates":[{"vms":[{"name":"web-1","uuid":"u-1","strategy":"checkpoint"}],"stamps":[{"name":"booted","realtime_usec":1}]}]}' ;;
+	echo '{"updates":[{"vms":[{"name":"web-1","uuid":"u-1","strategy":"checkpoint"}],"stamps":[{"name":"booted","realtime_usec":1}]}]}' ;;
 *) exit 8 ;;
 esac
 STUB
@@ -54,9 +54,10 @@ run_zsh() {
 	' zsh "$@" "$completion"
 }
 
-# Option names from _arguments specs: '(-H --host)-H+[...]', '*--property=[...]', '--json[..]'.
+# Option names from _arguments specs: '(-H --host)-H+[...]', '*--property=[...]',
+# '--json=-[...]' (optional value in the same word), '--no-legend[..]'.
 spec_options() {
-	grep -E '^(\([^)]*\))?\*?-' | sed -E 's/^\([^)]*\)//; s/^\*//; s/\[.*//; s/[+=]$//' | sort -u
+	grep -E '^(\([^)]*\))?\*?-' | sed -E 's/^\([^)]*\)//; s/^\*//; s/\[.*//; s/(=-|[+=])$//' | sort -u
 }
 
 offered=$(run_zsh verb '' '' | cut -d: -f1 | sort -u)

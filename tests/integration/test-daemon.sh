@@ -169,12 +169,12 @@ expect_fail "no verb is status (no daemon -> exit 8)" 8 "org.upgraded.Upgrade1" 
 # kexec_file, which cannot work either, and says both reasons.
 check "daemon starts with the default backend selection" start_daemon default
 D0=$(describe)
-check "Describe names the fallback backend kexec_file" test "$(json_get "['Backend']['Name']" <<<"$D0")" = kexec_file
-check "Describe says it is a fallback" test "$(json_get "['Backend']['Fallback']" <<<"$D0")" = True
-R0=$(json_get "['Backend']['Reason']" <<<"$D0")
+check "Describe names the fallback backend kexec_file" test "$(json_get "['backend']['name']" <<<"$D0")" = kexec_file
+check "Describe says it is a fallback" test "$(json_get "['backend']['fallback']" <<<"$D0")" = True
+R0=$(json_get "['backend']['reason']" <<<"$D0")
 check "the reason names kexec_load and the missing kexec support" bash -c 'case "$1" in "kexec_load: "*"no kexec support"*) ;; *) exit 1 ;; esac' _ "$R0"
-if [ "$(json_get "['Backend']['Usable']" <<<"$D0")" = False ]; then
-        check "Describe says why kexec_file is unusable" test -n "$(json_get "['Backend']['Reason']" <<<"$D0")"
+if [ "$(json_get "['backend']['usable']" <<<"$D0")" = False ]; then
+        check "Describe says why kexec_file is unusable" test -n "$(json_get "['backend']['reason']" <<<"$D0")"
         expect_fail "stage without kexec -> KexecUnavailable" 7 KexecUnavailable "$CTL" stage "$KERNEL"
         check "nothing changed after KexecUnavailable" test "$(describe)" = "$D0"
 else
@@ -188,7 +188,7 @@ MON_PID=$!
 check "daemon starts with the record backend" start_daemon record --backend=record --kexec-trigger=record
 D0=$(describe)
 check "State is idle" test "$("$CTL" show -p State --value)" = idle
-check "Describe says TestOnly backend record" test "$(json_get "['Backend']['TestOnly']" <<<"$D0")" = True
+check "Describe says TestOnly backend record" test "$(json_get "['backend']['test_only']" <<<"$D0")" = True
 check "busctl sees the Manager interface" bash -c "'${BUSCTL[0]}' --address='$ADDR' introspect org.upgraded.Upgrade1 /org/upgraded/Upgrade1 | grep -q '^org.upgraded.Upgrade1.Manager'"
 check "RunningKernel property" test "$("${BUSCTL[@]}" get-property "${OBJ[@]}" RunningKernel)" = "s \"$(uname -r)\""
 
@@ -291,7 +291,7 @@ stop_daemon
 printf '[Commit]\nMaxVMs=0\n' >"$ROOT/etc/upgraded/upgraded.conf"
 check "daemon with MaxVMs=0" start_daemon refused --backend=record --kexec-trigger=record
 D1=$(describe)
-pol=$(json_get "['Policy']['commit']['max_vms']" <<<"$D1")/$(json_get "['Policy']['reports']['keep']" <<<"$D1")
+pol=$(json_get "['policy']['commit']['max_vms']" <<<"$D1")/$(json_get "['policy']['reports']['keep']" <<<"$D1")
 check "Describe shows the settings in effect (MaxVMs=0; Keep= its default)" test "$pol" = 0/100
 expect_fail "dry run says the commit would be refused" 9 "too-many-vms" bash -c "'$CTL' commit --dry-run 1>&2"
 expect_fail "commit refused by the policy -> PolicyRefused with the reason" 9 "MaxVMs=0" "$CTL" commit
@@ -309,7 +309,7 @@ rm "$ROOT/etc/upgraded/upgraded.conf"
 mkdir -p "$ROOT/srv/kernels" && cp -p "$ROOT$KERNEL" "$ROOT/srv/kernels/vmlinuz-$NEW"
 printf '[Paths]\nAllowedRoots=\nAllowedRoots=/srv/kernels\n' >"$ROOT/etc/upgraded/upgraded.conf"
 check "daemon with AllowedRoots=/srv/kernels" start_daemon roots --backend=record --kexec-trigger=record
-check "Describe lists the configured root only" test "$(describe | json_get "['AllowedRoots']")" = "['/srv/kernels']"
+check "Describe lists the configured root only" test "$(describe | json_get "['allowed_roots']")" = "['/srv/kernels']"
 expect_fail "/boot is no longer allowed -> NotAllowedPath" 3 NotAllowedPath "$CTL" stage "$KERNEL"
 ID=$("$CTL" stage "/srv/kernels/vmlinuz-$NEW")
 check "a kernel below the configured root stages" grep -qE '^[0-9a-f]{16}$' <<<"$ID"
@@ -388,7 +388,7 @@ check "State idle again" test "$("$CTL" show -p State --value)" = idle
 check "LastReport names the update" test "$("$CTL" show -p LastReport --value)" = "$ID"
 "$CTL" report --json >"$T/report.json"
 check "report --json validates against the schema" python3 "$VALIDATE" "$SCHEMA" "$T/report.json"
-check "report --json is GetReport unchanged" bash -c "diff <('${BUSCTL[0]}' --address='$ADDR' --json=short call ${OBJ[*]} GetReport s '' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"data\"][0])') '$T/report.json'"
+check "report --json is GetReport's document on one line" bash -c "[ \$(wc -l <'$T/report.json') -eq 1 ] && diff <('${BUSCTL[0]}' --address='$ADDR' --json=short call ${OBJ[*]} GetReport s '' | python3 -c 'import json,sys; print(json.dumps(json.loads(json.load(sys.stdin)[\"data\"][0]), sort_keys=True))') <(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))' '$T/report.json')"
 check "report names old and new kernel" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r[\"old_kernel\"][\"version\"]==sys.argv[2] and r[\"new_kernel\"][\"version\"]==sys.argv[3] and r[\"result\"]==\"success\" and r[\"backend\"][\"name\"]==\"record\"))' '$T/report.json' '$(uname -r)' '$NEW'"
 check "report file on disk" python3 "$VALIDATE" "$SCHEMA" "$ROOT/var/lib/upgraded/reports/$ID.json"
 check "report carries the VM and the policy's decisions" bash -c "python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); v=r[\"vms\"][0]; d=r[\"decisions\"]; sys.exit(not (v[\"name\"]==\"test\" and v[\"strategy\"]==\"checkpoint\" and d[\"verdict\"][\"allowed\"] and d[\"vms\"][0][\"reasons\"]))' '$T/report.json'"

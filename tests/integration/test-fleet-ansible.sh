@@ -150,7 +150,7 @@ every() { # every PREDICATE NAME...: PREDICATE holds for each host
 }
 one_update_done() { # NAME: the host knows exactly one update, and it is done
         host_ctl "$1" describe --json |
-                python3 -c 'import json,sys; u=json.load(sys.stdin)["Updates"]; sys.exit(not (len(u) == 1 and u[0]["state"] == "done"))'
+                python3 -c 'import json,sys; u=json.load(sys.stdin)["updates"]; sys.exit(not (len(u) == 1 and u[0]["state"] == "done"))'
 }
 summary_has() { grep -qF -- "$2" "$1"; }
 never_committed() { # NAME: its update is still staged and its trigger never fired

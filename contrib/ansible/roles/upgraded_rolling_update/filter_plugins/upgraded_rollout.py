@@ -1,15 +1,22 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Filters of the upgraded_rolling_update role: what to do on a host given the daemon's
-# Describe() JSON (stage plan), whether one finished update passes the gate (verdict), and the
-# fleet summary over the hosts' records. Pure functions of documents the daemon publishes
-# (docs/dbus-api.md Describe(), docs/report.md), so they run on the controller.
+# Describe() JSON as `upgradectl describe --json` prints it, snake_case keys (stage plan),
+# whether one finished update passes the gate (verdict), and the fleet summary over the hosts'
+# records. Pure functions of documents the daemon publishes (docs/dbus-api.md Describe(),
+# docs/report.md), so they run on the controller.
 
 import math
 
 
+def _get(describe, key, old_key):
+    """describe[key] as `upgradectl describe --json` prints it (snake_case), or under the D-Bus
+    name an older upgradectl printed (old_key), so that a fleet of mixed versions works."""
+    return describe[key] if key in describe else describe.get(old_key)
+
+
 def _updates(describe):
-    return describe.get("Updates") or []
+    return _get(describe, "updates", "Updates") or []
 
 
 def upgraded_stage_plan(describe, kernel, initrd="", cmdline=None):
@@ -21,7 +28,7 @@ def upgraded_stage_plan(describe, kernel, initrd="", cmdline=None):
     is committing or completing)."""
     initrd = initrd or None
     want_reuse = cmdline is None or cmdline == ""
-    running = describe.get("RunningKernel")
+    running = _get(describe, "running_kernel", "RunningKernel")
     active = None
     last_done = None
     for u in _updates(describe):
