@@ -14,6 +14,7 @@
 
 #include "context-private.h" /* the tests look inside the state machine */
 #include "daemon-test-util.h"
+#include "fileio.h"
 #include "kexec-loader.h"
 #include "path-util.h"
 #include "upgrade-bus.h"
@@ -312,8 +313,23 @@ static void test_kexec_loader_policy_fast_through_commit(void **state) {
 	                 PURGATORY_MODE_VERIFIED);
 }
 
+/* /run/upgraded/crash-image names the update whose crash image the slot holds
+ * (kdump-tools' stop reads it), or does not exist (id NULL). */
+static void assert_crash_mark(const char *root, const char *id) {
+	_cleanup_free_ char *p = NULL, *data = NULL;
+
+	assert_int_equal(path_prefix_root(root, "/run/upgraded/crash-image", &p), 0);
+	if (!id) {
+		assert_int_equal(access(p, F_OK), -1);
+		return;
+	}
+	assert_int_equal(read_file_full(p, 64, &data, NULL), 0);
+	assert_string_equal(data, id);
+}
+
 /* A crash image loaded before stage (kdump) is recorded with its owner; cancel
- * says what it did about it (under a test root: what it would run). */
+ * and a rollback say what they did about it (under a test root: what they would
+ * run), and the slot's mark comes and goes with our image. */
 static void test_kexec_loader_previous_crash_image(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(context_freep) Context *c = NULL;
@@ -344,8 +360,22 @@ static void test_kexec_loader_previous_crash_image(void **state) {
 	c = daemon_new(root, false);
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_string_equal(u->crash_image_before, "kdump-tools");
+	assert_crash_mark(root, u->id);
 	assert_int_equal(context_cancel(c, "", &e), 0);
 	assert_non_null(strstr(u->crash_image_restore, "kdump-config load"));
+	assert_crash_mark(root, NULL);
+	context_free(c);
+
+	/* A rollback in the same boot gives the slot back too. */
+	c = daemon_new(root, false);
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_crash_mark(root, u->id);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_null(u->crash_image_restore);
+	assert_int_equal(context_commit_fail(c, u, "a test rollback"), 0);
+	assert_non_null(u->crash_image_restore);
+	assert_non_null(strstr(u->crash_image_restore, "kdump-config load"));
+	assert_crash_mark(root, NULL);
 }
 
 /* The staging path with a real distribution kernel, when one is cached: the

@@ -114,8 +114,8 @@ int context_commit_fail(Context *c, Update *u, const char *reason) {
 	if (!u->handoff_boot_id || streq(u->handoff_boot_id, c->boot_id)) {
 		if (c->backend->is_loaded(c->root, 0) > 0)
 			(void)c->backend->unload(c->root, 0);
-		if (u->crash_image_loaded && c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0)
-			(void)c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
+		/* kdump's crash image back, as cancel does. */
+		context_give_back_crash_image(c, u);
 	}
 	if (c->ops.cancel_requested && c->ops.cancel_requested(c, u, c->ops_userdata)) {
 		/* Asked for: the caller's Cancel, everything given back. */
@@ -395,13 +395,7 @@ int context_cancel(Context *c, const char *id, sd_bus_error *error) {
 	if (r < 0)
 		log_warning_errno(r, "Failed to unload the image of update %s, ignoring: %m",
 		                  u->id);
-	if (u->crash_image_loaded) {
-		r = c->backend->unload(c->root, KEXEC_IMAGE_PANIC);
-		if (r < 0)
-			log_warning_errno(r, "Failed to unload the crash image of %s, ignoring: %m",
-			                  u->id);
-		context_restore_crash_image(c, u);
-	}
+	context_give_back_crash_image(c, u);
 	(void)context_finish(c, u, "cancelled");
 	return 0;
 }

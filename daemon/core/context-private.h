@@ -8,7 +8,8 @@
  * context.h's accessors. The files, by concern:
  *   context.c          constructor, hooks, lookups, Describe()
  *   context-records.c  paths, persisting, transitions, loading the records, the report
- *   context-stage.c    staging (and the crash image it loads)
+ *   context-stage.c    staging
+ *   context-crash.c    the crash image a staged update loads, and giving kdump its slot back
  *   context-decide.c   the commit decision: handoff mode, preconditions, PlanCommit()
  *   context-commit.c   the commit run, the hooks, the handoff, cancel
  *   context-recover.c  recovery on every start
@@ -100,11 +101,14 @@ int context_mark_failed(Context *c, Update *u, const char *why);
  * builds it (the commit may switch the mode later). */
 KexecImage context_staged_image(const Update *u, const ImageFile *k, const ImageFile *i);
 
-int context_load_crash_image(Context *c, Update *u, KexecImage *img);
-
 int context_open_staged_files(Context *c, Update *u, ImageFile *k, ImageFile *i, char **ret_why);
 
-void context_restore_crash_image(Context *c, Update *u);
+/* context-crash.c: upgraded's crash image, which replaces kdump's while an update holds it.
+ * Load it (marked for kdump-tools' stop, see units/kdump-tools.service.d), say who had the
+ * slot before, and give the slot back: unload ours, then run the previous owner's loader. */
+int context_load_crash_image(Context *c, Update *u, KexecImage *img);
+const char *context_crash_image_owner(Context *c);
+void context_give_back_crash_image(Context *c, Update *u);
 
 int context_hook_key(const Hook *h, char **ret);
 

@@ -23,38 +23,6 @@
 #include "string-util.h"
 #include "upgrade-bus.h"
 
-/* kdump-tools' loader: what "restore the previous crash image" runs on cancel. */
-
-/* The crash image: always verified (never skip the check on the panic path).
- * Stage and its recovery are the only places a crash image is requested, and
- * these flags are constant: neither the policy nor the caller can make it fast.
- * Best effort (the update goes on without one); returns what persisting the
- * mark returned. */
-int context_load_crash_image(Context *c, Update *u, KexecImage *img) {
-	int r;
-
-	img->flags = KEXEC_IMAGE_PANIC;
-	img->mode = HANDOFF_MODE_VERIFIED;
-	/* The panic path leaves the crash kernel with this map (the crash kernel's
-	 * own is the reservation): no map, no crash image. */
-	r = context_save_memmap(c, u);
-	if (r < 0) {
-		log_warning_errno(r,
-		                  "Cannot save the memory map for the panic path of update %s, "
-		                  "no crash image loaded: %m",
-		                  u->id);
-		return 0;
-	}
-	r = c->backend->load(c->root, img);
-	if (r < 0) {
-		log_warning_errno(r, "Failed to load the crash image of update %s, ignoring: %m",
-		                  u->id);
-		return 0;
-	}
-	u->crash_image_loaded = true;
-	return context_persist(c, u);
-}
-
 /* Opens the staged kernel (and initrd) again with the stage-time rules and
  * checks them against the digests recorded at stage. On failure *ret_why says
  * what changed (named, for the record). */
@@ -106,17 +74,6 @@ static int context_keep_interrupted(Context *c, Update **u) {
 	if (context_add_update(c, *u) >= 0)
 		*u = NULL;
 	return -ECANCELED;
-}
-
-/* Who loaded the crash image we are about to replace. The kernel cannot say and
- * cannot give the image back; what we can tell is whether the system's kdump
- * service (kdump-tools) is installed, which is the usual owner. */
-static const char *crash_image_owner(Context *c) {
-	_cleanup_free_ char *p = NULL;
-
-	if (path_prefix_root(c->root, KDUMP_CONFIG, &p) >= 0 && access(p, X_OK) >= 0)
-		return "kdump-tools";
-	return "unknown";
 }
 
 KexecImage context_staged_image(const Update *u, const ImageFile *k, const ImageFile *i) {
@@ -238,10 +195,10 @@ static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, I
 	if (c->backend_fallback && update_set_string(&u->backend_reason, c->backend_reason) < 0)
 		return -ENOMEM;
 	/* A crash image someone else loaded (kdump) is replaced by ours below: say who,
-	 * so cancel can hand the panic path back (context_restore_crash_image()). */
+	 * so cancel and rollback hand the panic path back (context-crash.c). */
 	if (kexec_crash_reserved(c->root) &&
 	    c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0 &&
-	    update_set_string(&u->crash_image_before, crash_image_owner(c)) < 0)
+	    update_set_string(&u->crash_image_before, context_crash_image_owner(c)) < 0)
 		return -ENOMEM;
 	r = context_kept_memory(c, u, carried, &u->kept_memory);
 	if (r < 0)
@@ -326,40 +283,4 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	if (ret)
 		*ret = staged;
 	return 0;
-}
-
-/* "Restoring" the crash image replaced at stage means loading one again the way
- * its owner did: kdump-tools' own `kdump-config load`. An unknown owner cannot
- * be redone; the record says so (docs/loader.md). Under --root nothing is run:
- * the record says what would have been. */
-void context_restore_crash_image(Context *c, Update *u) {
-	_cleanup_free_ char *msg = NULL;
-	int r;
-
-	if (!u->crash_image_before)
-		return;
-	if (!streq(u->crash_image_before, "kdump-tools"))
-		r = asprintf(&msg,
-		             "not restored: the crash image loaded before staging (by %s) "
-		             "cannot be read back from the kernel; reload it with its tool",
-		             u->crash_image_before);
-	else if (c->root)
-		r = asprintf(&msg, "would run '" KDUMP_CONFIG " load' (test root, nothing run)");
-	else {
-		int status = system(KDUMP_CONFIG " load >/dev/null 2>&1");
-
-		if (status == 0)
-			r = asprintf(&msg, "reloaded by '" KDUMP_CONFIG " load'");
-		else
-			r = asprintf(&msg,
-			             "'" KDUMP_CONFIG " load' failed (status %d): the panic "
-			             "path has no crash image",
-			             status);
-	}
-	if (r < 0)
-		return;
-	log_info("Update %s: crash image %s.", u->id, msg);
-	free(u->crash_image_restore);
-	u->crash_image_restore = TAKE_PTR(msg);
-	(void)context_persist(c, u);
 }

@@ -8,6 +8,7 @@
 # report's schema.
 . /lab-payload/scenarios/lib.sh
 . /lab-payload/scenarios/keep-ram/common.sh
+. /lab-payload/scenarios/panic/kdump.sh
 
 PANIC_MEMS="lab-mem-1 lab-mem-2"
 PANIC_PLAIN=lab-counter-1
@@ -37,6 +38,7 @@ for vm in $PANIC_MEMS; do
         lab_check "mem-same-fill-$vm" test "$MG_SUM" = "$(cat "$LAB_STATE/$vm.mem-sum")" || ok=false
 done
 lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=false
+kd_crash_boot || ok=false
 upgradectl report >"$LAB_RESULTS/upgradectl-report.txt" 2>&1 || ok=false
 upgradectl status >"$LAB_RESULTS/status-new.txt" 2>&1 || true
 cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"

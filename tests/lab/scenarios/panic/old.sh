@@ -12,6 +12,7 @@
 # kexec into the staged kernel (new.sh), keeping out of the kept RAM.
 . /lab-payload/scenarios/lib.sh
 . /lab-payload/scenarios/keep-ram/common.sh
+. /lab-payload/scenarios/panic/kdump.sh
 set -e
 
 PANIC_MEMS="lab-mem-1 lab-mem-2" # memguests, PANIC_MEM_MIB of shared file-backed RAM: keep-ram
@@ -37,6 +38,7 @@ systemctl daemon-reload
 systemctl restart upgraded.service
 upgraded --check-config
 kr_prepare_host || { lab_finish fail "$KR_FAILED"; exit 1; }
+kd_old_kernel || { lab_finish fail kdump-checks-failed; exit 1; }
 
 for vm in $PANIC_MEMS; do
         lab_start_mem_vm "$vm" "$PANIC_MEM_MIB" domain-shared.xml

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+#
+# kdump-tools next to upgraded (docs/loader.md), checked by the panic scenario, the one lab
+# boot with a crashkernel= reservation. The image has kdump-tools installed and disabled.
+#   kd_old_kernel   old kernel, before the update: kdump loads its crash image; a staged
+#                   update replaces it and marks the slot; kdump-tools' stop leaves ours
+#                   alone; cancel gives kdump its image back (`kdump-config load`, run by the
+#                   daemon inside its unit's sandbox)
+#   kd_crash_boot   staged kernel after the panic path: kdump-tools did not start on the
+#                   crash kernel (it would have saved a dump and rebooted), and kdump loaded
+#                   its crash image again on this boot
+KD_MARK=/run/upgraded/crash-image
+
+kd_crash_loaded() { [ "$(cat /sys/kernel/kexec_crash_loaded)" = 1 ]; }
+kd_ready() { kd_crash_loaded && kdump-config status | grep -q 'ready to kdump'; }
+
+# The record of update $1 says kdump's image was loaded again (waits: cancel's job does it).
+kd_record_restored() {
+        local rec=/var/lib/upgraded/updates/$1.json
+        for _ in $(seq 240); do
+                grep -Eq "\"crash_image_restore\": ?\"reloaded by '/usr/sbin/kdump-config load'\"" \
+                        "$rec" 2>/dev/null && return 0
+                sleep 0.5
+        done
+        cat "$rec" >&2
+        return 1
+}
+
+kd_old_kernel() {
+        local id
+        systemctl enable -q kdump-tools.service
+        lab_check kdump-started systemctl start kdump-tools.service || return 1
+        lab_check kdump-ready kd_ready || return 1
+        upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
+                --reuse-cmdline >"$LAB_RESULTS/kdump-stage.txt" 2>&1 || return 1
+        id=$(basename "$(ls -t /var/lib/upgraded/updates/*.json | head -n1)" .json)
+        lab_check kdump-replaced-and-marked sh -c "[ \"\$(cat $KD_MARK)\" = '$id' ] &&
+                [ \"\$(cat /sys/kernel/kexec_crash_loaded)\" = 1 ]" || return 1
+        lab_check kdump-before-recorded grep -Eq '"crash_image_before": ?"kdump-tools"' \
+                "/var/lib/upgraded/updates/$id.json" || return 1
+        # kdump-tools' stop, as at the handoff's orderly shutdown: our image stays.
+        systemctl stop kdump-tools.service
+        lab_check kdump-stop-keeps-ours kd_crash_loaded || return 1
+        lab_check kdump-stop-said-so sh -c "journalctl -b -u kdump-tools.service --no-pager |
+                grep -q 'panic image of upgraded update $id: left loaded'" || return 1
+        upgradectl cancel "$id" >"$LAB_RESULTS/kdump-cancel.txt" 2>&1 || return 1
+        lab_check kdump-restored-by-cancel kd_record_restored "$id" || return 1
+        lab_check kdump-ready-after-cancel kd_ready || return 1
+        lab_check kdump-mark-gone test ! -e "$KD_MARK"
+}
+
+kd_crash_boot() {
+        local ok=0
+        lab_check kdump-skipped-on-crash-kernel sh -c "journalctl -b -1 -u kdump-tools.service \
+                --no-pager | grep -q 'ConditionKernelCommandLine=!upgraded.panic=1'" || ok=1
+        lab_check kdump-no-dump-saved sh -c '[ -z "$(ls -A /var/crash 2>/dev/null | grep -v kexec_cmd)" ]' || ok=1
+        lab_check kdump-active-again systemctl is-active -q kdump-tools.service || ok=1
+        lab_check kdump-ready-again kd_ready || ok=1
+        kdump-config status >"$LAB_RESULTS/kdump-status-new.txt" 2>&1
+        return $ok
+}
