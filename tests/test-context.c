@@ -671,6 +671,51 @@ static void test_context_prunes_old_updates(void **state) {
 		free(ids[i]);
 }
 
+/* context_retain(): u still listed when announced; counts the announcements. */
+static unsigned n_removed;
+static void count_removed(Context *c, Update *u, void *userdata) {
+	assert_ptr_equal(context_find(c, u->id), u);
+	n_removed++;
+}
+
+/* [Reports] Keep= within one process: once an update finished, the oldest finished ones
+ * beyond it go, files and memory, each announced first; the active one stays. Before,
+ * only a start pruned: a daemon that rolled back again and again kept every update. */
+static void test_context_retain_prunes_while_running(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	_cleanup_free_ char *first = NULL, *path = NULL;
+	Policy *p = NULL;
+	Update *u;
+
+	assert_int_equal(policy_new_default(&p), 0);
+	p->keep_reports = 2;
+	assert_int_equal(context_set_policy(c, p), 0);
+	c->ops.update_removed = count_removed;
+	n_removed = 0;
+	for (unsigned i = 0; i < 6; i++) {
+		u = stage(c, &e);
+		if (!first)
+			first = strdup(u->id);
+		assert_int_equal(context_cancel(c, "", &e), 0);
+		assert_int_equal(context_retain(c), 0);
+		assert_int_equal(c->n_updates, i < 2 ? i + 1 : 2);
+	}
+	assert_int_equal(n_removed, 4);
+	assert_null(context_find(c, first));
+	assert_true(asprintf(&path, "%s/var/lib/upgraded/updates/%s.json", w->root, first) > 0);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* An update in flight is never pruned, and does not count against Keep=. */
+	u = stage(c, &e);
+	assert_int_equal(context_retain(c), 0);
+	assert_int_equal(c->n_updates, 3);
+	assert_ptr_equal(context_find(c, u->id), u);
+	assert_int_equal(n_removed, 4);
+	context_free(c);
+}
+
 static void test_context_policy_decides(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	World *w = *state;
@@ -723,6 +768,7 @@ int main(void) {
 		T(test_context_ignores_damaged_records),
 		T(test_context_policy_decides),
 		T(test_context_prunes_old_updates),
+		T(test_context_retain_prunes_while_running),
 		T(test_context_crash_image),
 	};
 #undef T

@@ -92,13 +92,23 @@ static void on_update_changed(Context *c, Update *u, void *userdata) {
 	               &(UpdateChanged){ .manager = userdata, .update = u });
 }
 
-static void on_update_added(Context *c, Update *u, void *userdata) {
-	Manager *mgr = userdata;
+/* InterfacesAdded or InterfacesRemoved for u's object (ObjectManager). */
+static void emit_object(Manager *mgr, Update *u, bool added) {
 	_cleanup_free_ char *path = NULL;
 
 	if (update_object_path(u, &path) < 0)
 		return;
-	(void)sd_bus_emit_object_added(mgr->bus, path);
+	(void)(added ? sd_bus_emit_object_added : sd_bus_emit_object_removed)(mgr->bus, path);
+}
+
+static void on_update_added(Context *c, Update *u, void *userdata) {
+	emit_object(userdata, u, true);
+}
+
+/* On the loop (context_retain() runs there only), while the update is still listed: the
+ * object's interfaces are still found for InterfacesRemoved. */
+static void on_update_removed(Context *c, Update *u, void *userdata) {
+	emit_object(userdata, u, false);
 }
 
 static void on_manager_changed(Context *c, void *userdata) {
@@ -110,6 +120,15 @@ static void on_manager_changed(Context *c, void *userdata) {
 	                                     "State", "StagedKernel", "LastReport", NULL);
 }
 
+/* Once an update finished: [Reports] Keep= applies within this process too, so a daemon
+ * that rolls back again and again keeps Keep= updates in memory and on disk, not every one
+ * (docs/reliability.md, "Soak"). */
+static void retain_on_loop(void *userdata) {
+	Manager *mgr = userdata;
+
+	(void)context_retain(mgr->context);
+}
+
 static void on_finished(Context *c, Update *u, const char *result, void *userdata) {
 	Manager *mgr = userdata;
 	_cleanup_free_ char *path = NULL;
@@ -117,6 +136,8 @@ static void on_finished(Context *c, Update *u, const char *result, void *userdat
 	if (emit_defer(mgr, EMIT_FINISHED, u, result) || update_object_path(u, &path) < 0)
 		return;
 	(void)sd_bus_emit_signal(mgr->bus, path, UPGRADE_UPDATE_IFACE, "Finished", "s", result);
+	/* Later on the loop, never inside the caller's walk of the updates (recovery). */
+	(void)job_defer(retain_on_loop, mgr, NULL);
 }
 
 static void on_report_ready(Context *c, Update *u, const char *path, void *userdata) {
@@ -272,6 +293,7 @@ void manager_context_ops(Manager *mgr, ContextOps *ret) {
 		.request_kexec = request_kexec,
 		.update_changed = on_update_changed,
 		.update_added = on_update_added,
+		.update_removed = on_update_removed,
 		.manager_changed = on_manager_changed,
 		.finished = on_finished,
 		.report_ready = on_report_ready,

@@ -3,8 +3,9 @@
 /*
  * Retention: the records and reports of finished updates are kept for the newest [Reports]
  * Keep= of them (docs/policy.md); older ones go when the daemon starts, before anything
- * else sees them. Every update ends with a start (the new kernel's daemon completes it); a
- * rollback in the same boot is pruned at the next one.
+ * else sees them (context_prune()), and again whenever an update finished
+ * (context_retain(), from the event loop), so that one daemon process that rolls back again
+ * and again keeps Keep= records on disk and Keep= updates in memory, not every one it saw.
  *
  * One update goes in this order: its report, its saved memory map, its record last. The
  * record is what lists an update, so an interrupted prune leaves it listed and the next
@@ -85,33 +86,76 @@ static int remove_update_files(Context *c, const char *id) {
 	return r;
 }
 
-int context_prune(Context *c) {
+/* Removes the files of the oldest finished updates beyond Keep= and marks each removed
+ * one in drop[] (c->n_updates entries); announce: ops.update_removed is told of each while
+ * the update is still listed. Returns how many were marked. */
+static size_t prune_files(Context *c, bool *drop, bool announce) {
 	uint64_t keep = c->policy ? c->policy->keep_reports : POLICY_KEEP_REPORTS_DEFAULT;
-	size_t n_finished = 0, drop, k = 0;
+	size_t n_finished = 0, excess, n_dropped = 0;
 
 	for (size_t i = 0; i < c->n_updates; i++)
 		n_finished += finished(c->updates[i]);
 	if (keep == UINT64_MAX || n_finished <= keep)
 		return 0;
-	drop = n_finished - (size_t)keep;
-	/* c->updates is sorted oldest first (context_load()). */
-	for (size_t i = 0; i < c->n_updates; i++) {
+	excess = n_finished - (size_t)keep;
+	/* c->updates is oldest first: sorted by context_load(), appended by stage. */
+	for (size_t i = 0; i < c->n_updates && excess > 0; i++) {
 		Update *u = c->updates[i];
 		int r;
 
-		if (drop > 0 && finished(u)) {
-			drop--;
-			r = remove_update_files(c, u->id);
-			if (r >= 0) {
-				log_debug("Pruned update %s ([Reports] Keep=%" PRIu64 ").", u->id,
-				          keep);
-				update_free(u);
-				continue;
-			}
+		if (!finished(u))
+			continue;
+		excess--;
+		r = remove_update_files(c, u->id);
+		if (r < 0) {
 			log_warning_errno(r, "Could not prune update %s, keeping it: %m", u->id);
+			continue;
 		}
-		c->updates[k++] = u;
+		log_debug("Pruned update %s ([Reports] Keep=%" PRIu64 ").", u->id, keep);
+		if (announce && c->ops.update_removed)
+			c->ops.update_removed(c, u, c->ops_userdata);
+		drop[i] = true;
+		n_dropped++;
+	}
+	return n_dropped;
+}
+
+static int prune(Context *c, bool announce) {
+	_cleanup_free_ bool *drop = NULL;
+	size_t k = 0;
+
+	if (c->n_updates == 0)
+		return 0;
+	drop = calloc(c->n_updates, sizeof(*drop));
+	if (!drop)
+		return -ENOMEM;
+	if (prune_files(c, drop, announce) == 0)
+		return 0;
+	for (size_t i = 0; i < c->n_updates; i++) {
+		Update *u = c->updates[i];
+
+		if (!drop[i]) {
+			c->updates[k++] = u;
+			continue;
+		}
+		if (streq_ptr(c->last_report, u->id)) {
+			free(c->last_report);
+			c->last_report = NULL;
+		}
+		update_free(u);
 	}
 	c->n_updates = k;
+	return 0;
+}
+
+int context_prune(Context *c) {
+	return prune(c, false);
+}
+
+int context_retain(Context *c) {
+	int r = prune(c, true);
+
+	if (r < 0)
+		return log_warning_errno(r, "Could not prune old updates, ignoring: %m");
 	return 0;
 }

@@ -48,6 +48,8 @@ typedef struct ContextOps {
 	/* Notifications for the bus: properties changed, update finished. */
 	void (*update_changed)(Context *c, Update *u, void *userdata);
 	void (*update_added)(Context *c, Update *u, void *userdata);
+	/* u is pruned ([Reports] Keep=, context_retain()): still listed, freed right after. */
+	void (*update_removed)(Context *c, Update *u, void *userdata);
 	void (*manager_changed)(Context *c, void *userdata);
 	void (*finished)(Context *c, Update *u, const char *result, void *userdata);
 	/* The report of u was written to path (atomically): announce it. */
@@ -119,6 +121,12 @@ int context_set_policy(Context *c, Policy *p);
 int context_load(Context *c);
 /* Resolves records left in a non-terminal state by a crash, restart or kexec. */
 int context_recover(Context *c);
+/* Applies [Reports] Keep= now: the oldest finished updates beyond it lose their files and
+ * leave memory, each announced through ops.update_removed first (context-retention.c).
+ * On the event loop, once an update finished: a daemon that runs for long keeps Keep=
+ * updates, not every one it saw. Never fails (a prune that fails is logged, and retried
+ * at the next call). */
+int context_retain(Context *c);
 
 Update *context_find(Context *c, const char *id);
 /* "" means the active update. Sets NoSuchUpdate / InvalidId. */

@@ -141,7 +141,7 @@ int vms_attach(Context *c, const char *uri, VmWiring **ret) {
 int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
 	_cleanup_conn_ virConnectPtr conn = NULL;
 	_cleanup_(vm_results_freep) VmResults *res = NULL;
-	_cleanup_free_ char *why = NULL;
+	_cleanup_free_ char *why = NULL, *uid = NULL;
 	Context *c = w->context;
 	Update *const *updates;
 	size_t n;
@@ -179,7 +179,11 @@ int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
 			continue;
 		rec = (VmResult *)vm_results_find(cr, name);
 		if (rec) {
-			u = cand;
+			uid = strdup(cand->id);
+			if (!uid) {
+				vm_results_free(cr);
+				return -ENOMEM;
+			}
 			res = cr;
 		} else
 			vm_results_free(cr);
@@ -210,7 +214,9 @@ int vms_restore_one(VmWiring *w, const char *name, sd_bus_error *error) {
 	}
 	log_info("VM '%s' restored from its saved state.", name);
 
-	/* 4. The record says so. */
+	/* 4. The record says so, if its update is still there: the state lock was released
+	 * meanwhile, and an update that finished then may have pruned it (context_retain()). */
+	u = uid ? context_find(c, uid) : NULL;
 	if (u) {
 		r = vms_store_results(c, u, res);
 		if (r < 0)

@@ -17,30 +17,31 @@
 #      the record on disk shows (else it is stopped and the cycle counts as bad).
 #      Measured per cycle: the daemon's open fds (/proc/PID/fd), VmRSS, VmHWM, threads, the
 #      files and bytes under --root's /var/lib/upgraded (updates/, reports/, everything else)
-#      and /run/upgraded, and the cycle's time.
+#      and /run/upgraded, the sizes of the cycle's own record and report, and the cycle's time.
+#      The daemon runs with [Reports] Keep=3: every finished update prunes the oldest beyond
+#      it, so after cycle 3 the daemon holds 3 updates on disk and in memory, and the files
+#      and memory must stay level from the warm-up on.
 #   2. UPGRADED_SOAK_FULL (default cycles / 10) full updates: commit to the point of no
 #      return, the daemon restarted "as the new kernel" restores both VMs (done), then
-#      restarted as the old kernel again, which prunes the finished updates to [Reports]
-#      Keep=20 (only a start prunes: part 1 keeps all of its updates) and reads the rest.
+#      restarted as the old kernel again, which reads the Keep= records left.
 #
 # FAIL when something grows (after a warm-up of 5 cycles, the last 10 cycles against cycles
 # 5-15; judged only with at least 25 cycles; docs/reliability.md, "Soak", has the figures):
 #   - fds and threads: the last window's maximum above the early window's maximum;
 #   - VmRSS: the last window's median more than 256 KiB above the early window's median;
-#     VmHWM: more than 256 KiB above the early window's maximum (the daemon keeps every
-#     update in memory, Keep= prunes only at a start: this fails; the restarted daemons of part 2 say
-#     how much of it the records they hold explain);
-#   - files: every cycle adds exactly updates/<id>.json, and reports/<id>.json when it failed
-#     (a cancelled update has no report, docs/report.md; Keep= prunes only at a start, so one
-#     process keeps every record and report, docs/reliability.md); any other file
-#     under /var/lib/upgraded or /run/upgraded appearing or staying is growth; a record or
-#     report of the last window more than 10 % (+ 256 bytes) bigger than the early ones too.
+#     VmHWM: more than 256 KiB above the early window's maximum (before Keep= applied within
+#     one process, every update stayed in memory: about +150 KiB a cycle failed this);
+#   - files: after each cycle, updates/ holds exactly the records of the newest Keep= updates
+#     and reports/ the reports of the failed ones among them (a cancelled update has no
+#     report, docs/report.md); any other file under /var/lib/upgraded or /run/upgraded
+#     appearing or staying is growth; a record or report of the last window more than 10 %
+#     (+ 256 bytes) bigger than the early ones too.
 # usage: test-daemon-soak.sh UPGRADED UPGRADECTL BUS_CONF_IN BUS_POLICY MAKE_BZIMAGE VALIDATE SCHEMA COUNTER_BIN
 set -uo pipefail
 
 CYCLES=${UPGRADED_SOAK_CYCLES:-50}
 FULL=${UPGRADED_SOAK_FULL:-$((CYCLES / 10))}
-KEEP=20 # [Reports] Keep=: pruned at each start only, so part 1 keeps every update
+KEEP=3 # [Reports] Keep=: pruned at each start and after every finished update
 UPGRADED_CONF=$'[Reports]\nKeep='$KEEP$'\n'
 . "$(dirname "$0")/daemon-vms-lib.sh"
 SAVE_DIR=/var/lib/libvirt/qemu/save
@@ -91,10 +92,26 @@ wait_commit() {
 # ---- 1. rollbacks on one daemon process ----
 # The trigger's rename onto a non-empty directory fails: the commit rolls back.
 mkdir -p "$BLOCKER/keep"
-printf 'cycle\tkind\tsecs\tfds\trss_kib\thwm_kib\tthreads\tupd_files\tupd_bytes\trep_files\trep_bytes\tother_files\tother_bytes\trun_files\tid\n' >"$T/soak.tsv"
+printf 'cycle\tkind\tsecs\tfds\trss_kib\thwm_kib\tthreads\tupd_files\tupd_bytes\trep_files\trep_bytes\tother_files\tother_bytes\trun_files\tid\trecord_b\treport_b\n' >"$T/soak.tsv"
 : >"$T/ids"
 : >"$T/reported"
 cancels_landed=0 cancels_late=0 cycle_failures=0
+# The records and reports Keep= leaves: the newest KEEP updates', the failed ones' reports.
+kept_expected() {
+        tail -n "$KEEP" "$T/ids" >"$T/kept-ids"
+        (sed 's|.*|updates/&.json|' "$T/kept-ids" && grep -xFf "$T/kept-ids" "$T/reported" | sed 's|.*|reports/&.json|') | sort
+}
+# Exactly those under updates/ and reports/; the prune follows the end on the daemon's loop:
+# a few seconds for it.
+kept_files() {
+        local want
+        want=$(kept_expected)
+        for _ in $(seq 50); do
+                [ "$(tree "$STATE" | grep -E '^(updates|reports)/' | cut -d' ' -f1)" = "$want" ] && return 0
+                sleep 0.1
+        done
+        return 1
+}
 cycle() { # cycle N: one stage/commit/rollback; 0 when everything after it is as it must be
         local i=$1 kind=rollback id before_a before_b t0 rc commit_pid f slack secs st
         [ $((i % 5)) -eq 0 ] && kind=cancel
@@ -148,13 +165,16 @@ cycle() { # cycle N: one stage/commit/rollback; 0 when everything after it is as
         else
                 [ ! -e "$STATE/reports/$id.json" ] || bad+=("a report for a cancelled update")
         fi
-        local upd rep other run
+        kept_files || bad+=("not the newest $KEEP records and their reports: $(tree "$STATE" | cut -d' ' -f1 | tr '\n' ' ')")
+        local upd rep other run own_rec own_rep=0
+        own_rec=$(stat -c %s "$STATE/updates/$id.json")
+        [ "$st" != failed ] || own_rep=$(stat -c %s "$STATE/reports/$id.json")
         upd=$(tree "$STATE/updates" | sum) rep=$(tree "$STATE/reports" | sum)
         other=$(tree "$STATE" | grep -vE '^(updates|reports)/' | sum)
         run=$(tree "$RUN" | wc -l)
         read -r fds rss hwm thr < <(proc_figures)
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$kind" "$secs" "$fds" "$rss" "$hwm" "$thr" \
-                "${upd// /$'\t'}" "${rep// /$'\t'}" "${other// /$'\t'}" "$run"$'\t'"$id" >>"$T/soak.tsv"
+                "${upd// /$'\t'}" "${rep// /$'\t'}" "${other// /$'\t'}" "$run"$'\t'"$id"$'\t'"$own_rec"$'\t'"$own_rep" >>"$T/soak.tsv"
         echo "# cycle $i $kind ($st) ${secs} s: fds $fds, rss $rss KiB, hwm $hwm KiB, threads $thr;" \
                 "updates/ ${upd/ / files } B, reports/ ${rep/ / files } B, other ${other/ / files } B;" \
                 "run/ $run files; $(sed 's/^# //' "$T/continued.out" | head -n 1)"
@@ -184,9 +204,8 @@ diff "$T/fds-1.txt" "$T/fds-warm.txt" | sed 's/^/#   1->5: /'
 diff "$T/fds-warm.txt" "$T/fds-end.txt" | sed 's/^/#   5->end: /'
 
 # The files: exactly one record and one report per update, nothing else left behind.
-expected=$( (sed 's|.*|updates/&.json|' "$T/ids" && sed 's|.*|reports/&.json|' "$T/reported") | sort)
-check "updates/ holds one record per update ($(wc -l <"$T/ids")), reports/ one report per failed one ($(wc -l <"$T/reported")), nothing more" \
-        test "$(tree "$STATE" | grep -E '^(updates|reports)/' | cut -d' ' -f1)" = "$expected"
+check "updates/ holds the records of the newest Keep=$KEEP of $(wc -l <"$T/ids") updates, reports/ the failed ones' reports, nothing more" \
+        kept_files
 tree "$STATE" | grep -vE '^(updates|reports)/' >"$T/other.txt"
 check "nothing else under /var/lib/upgraded came or went after cycle 1 ($(wc -l <"$T/other.txt") files)" \
         test "$(cut -d' ' -f1 "$T/other.txt")" = "$(cut -d' ' -f1 "$T/other-1.txt")"
@@ -232,9 +251,17 @@ if l > e + 256: bad.append(f"VmRSS grew: {e:.0f} -> {l:.0f} KiB")
 e, l = max(vals('hwm_kib', early)), max(vals('hwm_kib', late))
 print(f"# VmHWM: cycles 5-15 max {e:.0f} KiB, last 10 max {l:.0f} KiB")
 if l > e + 256: bad.append(f"VmHWM grew: {e:.0f} -> {l:.0f} KiB")
+# The files under /var/lib/upgraded: as many and as big late as early (Keep= holds them).
+def files(r): return sum(int(r[col[k]]) for k in ('upd_files', 'rep_files', 'other_files'))
+def fbytes(r): return sum(int(r[col[k]]) for k in ('upd_bytes', 'rep_bytes', 'other_bytes'))
+e, l = max(map(files, early)), max(map(files, late))
+eb, lb = max(map(fbytes, early)), max(map(fbytes, late))
+print(f"# files under /var/lib/upgraded: cycles 5-15 max {e} ({eb} B), last 10 max {l} ({lb} B)")
+if l > e: bad.append(f"files grew: {e} -> {l}")
+if lb > eb * 1.1 + 256: bad.append(f"bytes under /var/lib/upgraded grew: {eb} -> {lb}")
 # Each cycle's own record and report: the same size late as early (the same kind of cycle).
-for d in ('updates', 'reports'):
-    def size(r): return os.path.getsize(os.path.join(sys.argv[2], d, r[col['id']] + '.json'))
+for d, c in (('updates', 'record_b'), ('reports', 'report_b')):
+    def size(r): return int(r[col[c]])
     e = statistics.median(size(r) for r in early if r[col['kind']] == 'rollback')
     l = statistics.median(size(r) for r in late if r[col['kind']] == 'rollback')
     print(f"# {d}/<id>.json of a rollback: cycles 5-15 median {e:.0f} B, last 10 median {l:.0f} B")
