@@ -30,10 +30,11 @@
 #   lab_check_loader_report MODE    checks after a handoff through our loader: a report was
 #                                   written, says kexec_load, MODE and success; the daemon is
 #                                   idle; saves `upgradectl report --json`. Fails if any failed
-#   lab_critical_chain              once the boot finished: `systemd-analyze critical-chain
-#                                   upgraded.service` (critical-chain-new.txt) and the old
-#                                   boot's unit stop entries (unit-stops-old.json), which the
-#                                   runner holds the report's critical_path against
+#   lab_critical_chain [UNIT FILE]  once the boot finished: `systemd-analyze critical-chain
+#                                   UNIT` (default upgraded.service, critical-chain-new.txt) and
+#                                   the old boot's unit stop entries (unit-stops-old.json), which
+#                                   the runner holds the report's critical_path against; the
+#                                   baseline names libvirt-guests.service for the benchmark
 #   lab_collect                     copy journals (journal-old.txt, journal-new.txt), upgraded's
 #                                   reports (reports/*.json), virsh list, failed units and each
 #                                   unit's start and up time (boot-timeline-PHASE.txt) to results
@@ -228,14 +229,13 @@ lab_check_loader_report() {
 }
 
 lab_critical_chain() {
-        local fin
+        local unit=${1:-upgraded.service} out=${2:-critical-chain-new.txt} fin
         for _ in $(seq 600); do
                 fin=$(systemctl show -p FinishTimestampMonotonic --value)
                 [ "${fin:-0}" != 0 ] && break
                 sleep 0.5
         done
-        systemd-analyze critical-chain --no-pager upgraded.service \
-                >"$LAB_RESULTS/critical-chain-new.txt" 2>&1 || return 1
+        systemd-analyze critical-chain --no-pager "$unit" >"$LAB_RESULTS/$out" 2>&1 || return 1
         # PID 1's "Stopping" and "Stopped" entries of the old boot.
         journalctl --no-pager -b -1 _PID=1 MESSAGE_ID=de5b426a63be47a7b6ac3eaac82e2f6f \
                 MESSAGE_ID=9d1aaa27d60140bd96365438aad20286 -o json \
