@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "macros.h"
 #include "path-util.h"
+#include "policy-internal.h"
 
 static inline char *make_root(void) {
 	char *root = strdup("/tmp/test-policy-XXXXXX");
@@ -38,4 +39,20 @@ static inline void rm_root(char *root) {
 	assert_true(asprintf(&cmd, "rm -rf '%s'", root) > 0);
 	assert_int_equal(system(cmd), 0);
 	free(root);
+}
+
+/* A policy parsed from text as a file named test.conf would be; fails the test if it does not
+ * parse. */
+static inline Policy *policy_from(const char *text) {
+	Policy *p = NULL;
+	PolicyErrors e = {};
+
+	assert_int_equal(policy_new_default(&p), 0);
+	if (policy_parse_buffer(p, "test.conf", text, strlen(text), &e) < 0 ||
+	    policy_finish(p, &e) < 0) {
+		policy_errors_print(&e, stdout);
+		fail_msg("test configuration does not parse");
+	}
+	policy_errors_done(&e);
+	return p;
 }
