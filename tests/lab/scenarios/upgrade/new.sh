@@ -35,10 +35,13 @@ kv_id=$(upgradectl show -p LastReport --value)
 kv_event() { # kv_event BOOT MESSAGE_ID: an entry of this update with that id
         journalctl -b "$1" -u upgraded.service MESSAGE_ID="$2" UPGRADED_ID="$kv_id" -o cat | grep -q .
 }
+lab_check journal-staged-event kv_event -1 7512aec2b2264b33994bacca79181206 || ok=false
+lab_check journal-commit-event kv_event -1 b4e4da61c0d44a3689098d9fa4bde92c || ok=false
 lab_check journal-handoff-event kv_event -1 0879630b0e3b4aec9c03bcfdcf1a00c3 || ok=false
 lab_check journal-vm-saved-event kv_event -1 c313a0fe6fb8479eb6961966d66a9b40 || ok=false
 lab_check journal-completed-event kv_event 0 30198716b8814ddbb152709d49b6da98 || ok=false
 lab_check journal-vm-restored-event kv_event 0 32098ab1f2d2418596fb12f5a9b485d7 || ok=false
+lab_check journal-report-event kv_event 0 0a0af9656c174fea9b8cf44325ea169c || ok=false
 journalctl -x -b 0 MESSAGE_ID=30198716b8814ddbb152709d49b6da98 --no-pager \
         >"$LAB_RESULTS/journal-x-completed.txt" 2>&1
 lab_check journal-catalog-explains grep -q 'Subject: A kernel update completed' \

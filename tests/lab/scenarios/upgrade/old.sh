@@ -40,6 +40,11 @@ lab_start_counter_vm lab-counter-1
 lab_start_counter_vm lab-counter-2
 # Established counters: a restarted VM (counting from 0) cannot pass for a restored one.
 lab_wait_counters 60 180
+# The journal events of a reload and of a failed commit (journal-events.sh), before the real
+# update: the failed one leaves both VMs running and ends failed, with a report of its own.
+. /lab-payload/scenarios/upgrade/journal-events.sh
+je_reload_at_rest
+je_failed_commit
 for vm in $(lab_counter_vms); do
         lab_marker counter-before "$vm" "$(lab_counter "$vm")"
 done
