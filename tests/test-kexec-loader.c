@@ -362,7 +362,7 @@ static void test_kexec_loader_previous_crash_image(void **state) {
 	assert_string_equal(u->crash_image_before, "kdump-tools");
 	assert_crash_mark(root, u->id);
 	assert_int_equal(context_cancel(c, "", &e), 0);
-	assert_non_null(strstr(u->crash_image_restore, "kdump-config load"));
+	assert_non_null(strstr(u->crash_image_restore, "systemctl restart kdump-tools.service"));
 	assert_crash_mark(root, NULL);
 	context_free(c);
 
@@ -374,7 +374,7 @@ static void test_kexec_loader_previous_crash_image(void **state) {
 	assert_null(u->crash_image_restore);
 	assert_int_equal(context_commit_fail(c, u, "a test rollback"), 0);
 	assert_non_null(u->crash_image_restore);
-	assert_non_null(strstr(u->crash_image_restore, "kdump-config load"));
+	assert_non_null(strstr(u->crash_image_restore, "systemctl restart kdump-tools.service"));
 	assert_crash_mark(root, NULL);
 }
 

@@ -3,8 +3,11 @@
  * The crash slot. The kernel holds one crash image; while an update is staged it is ours (the
  * panic path, docs/loader.md), and whatever was there before (usually kdump-tools') is gone.
  * Giving the slot back means unloading ours and loading theirs again the way its owner does:
- * kdump-tools' `kdump-config load`. That runs as a child with a deadline, never on the event
- * loop: on a job's worker with the state lock released, else in a job of its own.
+ * systemd restarts kdump-tools.service, whose `kdump-config load` then runs in kdump's own
+ * environment, not in our sandbox (it reads /proc/kcore, which needs CAP_SYS_RAWIO, and
+ * renews its links in /var/lib/kdump). `systemctl restart` runs as a child with a deadline,
+ * never on the event loop: on a job's worker with the state lock released, else in a job of
+ * its own.
  *
  * While ours is loaded, /run/upgraded/crash-image names the update: kdump-tools' stop (at
  * every orderly shutdown, the handoff's included) leaves the slot alone when it exists
@@ -26,6 +29,7 @@
 
 #define CRASH_MARK_DIR          "/run/upgraded"
 #define CRASH_MARK_PATH         CRASH_MARK_DIR "/crash-image"
+#define KDUMP_RESTART_CMD       "systemctl restart kdump-tools.service"
 #define KDUMP_LOAD_TIMEOUT_USEC (60ULL * 1000000) /* kdump-config load: a few seconds at most */
 
 static void crash_mark(Context *c, const char *id) {
@@ -89,9 +93,10 @@ const char *context_crash_image_owner(Context *c) {
 	return "unknown";
 }
 
-/* Runs kdump-config load (lock released around the wait); returns what the record says. */
+/* Restarts kdump-tools (lock released around the wait); returns what the record says. */
 static char *kdump_reload(void) {
-	char *argv[] = { (char *)KDUMP_CONFIG, (char *)"load", NULL };
+	char *argv[] = { (char *)SYSTEMCTL_PATH, (char *)"restart", (char *)"kdump-tools.service",
+		         NULL };
 	char *msg = NULL;
 	int r, status = 0;
 
@@ -100,19 +105,19 @@ static char *kdump_reload(void) {
 	(void)job_blocking_end(); /* an abandoned job's caller checks the update again */
 	if (r == -ETIMEDOUT)
 		r = asprintf(&msg,
-		             "'" KDUMP_CONFIG " load' did not finish within %llu s: killed, "
+		             "'" KDUMP_RESTART_CMD "' did not finish within %llu s: killed, "
 		             "the panic path has no crash image",
 		             (unsigned long long)(KDUMP_LOAD_TIMEOUT_USEC / 1000000));
 	else if (r < 0)
-		r = asprintf(&msg, "'" KDUMP_CONFIG " load' could not be started: %s",
+		r = asprintf(&msg, "'" KDUMP_RESTART_CMD "' could not be started: %s",
 		             strerror(-r));
 	else if (status != 0)
 		r = asprintf(&msg,
-		             "'" KDUMP_CONFIG " load' failed (status %d): the panic path has no "
+		             "'" KDUMP_RESTART_CMD "' failed (status %d): the panic path has no "
 		             "crash image",
 		             status);
 	else
-		r = asprintf(&msg, "reloaded by '" KDUMP_CONFIG " load'");
+		r = asprintf(&msg, "reloaded by '" KDUMP_RESTART_CMD "'");
 	return r < 0 ? NULL : msg;
 }
 
@@ -130,7 +135,7 @@ static void restore_crash_image(Context *c, Update *u) {
 		             u->crash_image_before) < 0)
 			msg = NULL;
 	} else if (c->root)
-		msg = strdup("would run '" KDUMP_CONFIG " load' (test root, nothing run)");
+		msg = strdup("would run '" KDUMP_RESTART_CMD "' (test root, nothing run)");
 	else
 		msg = kdump_reload();
 	if (!msg)

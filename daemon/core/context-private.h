@@ -22,8 +22,9 @@
 #include "context.h"
 #include "image.h"
 
-#define RECORD_MAX   (1u << 20) /* an update record or a report */
-#define KDUMP_CONFIG "/usr/sbin/kdump-config"
+#define RECORD_MAX     (1u << 20) /* an update record or a report */
+#define KDUMP_CONFIG   "/usr/sbin/kdump-config"
+#define SYSTEMCTL_PATH "/usr/bin/systemctl"
 
 struct Context {
 	char *root;      /* NULL for "/" */

@@ -5,8 +5,8 @@
 # boot with a crashkernel= reservation. The image has kdump-tools installed and disabled.
 #   kd_old_kernel   old kernel, before the update: kdump loads its crash image; a staged
 #                   update replaces it and marks the slot; kdump-tools' stop leaves ours
-#                   alone; cancel gives kdump its image back (`kdump-config load`, run by the
-#                   daemon inside its unit's sandbox)
+#                   alone; cancel gives kdump its image back (the daemon has systemd restart
+#                   kdump-tools.service)
 #   kd_crash_boot   staged kernel after the panic path: kdump-tools did not start on the
 #                   crash kernel (it would have saved a dump and rebooted), and kdump loaded
 #                   its crash image again on this boot
@@ -19,7 +19,7 @@ kd_ready() { kd_crash_loaded && kdump-config status | grep -q 'ready to kdump'; 
 kd_record_restored() {
         local rec=/var/lib/upgraded/updates/$1.json
         for _ in $(seq 240); do
-                grep -Eq "\"crash_image_restore\": ?\"reloaded by '/usr/sbin/kdump-config load'\"" \
+                grep -Eq "\"crash_image_restore\": ?\"reloaded by 'systemctl restart kdump-tools.service'\"" \
                         "$rec" 2>/dev/null && return 0
                 sleep 0.5
         done
