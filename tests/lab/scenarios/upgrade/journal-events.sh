@@ -30,15 +30,18 @@ je_vms_running() {
 }
 
 je_failed_commit() {
-        local id ok=0
+        local id ok=0 rc
         upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
                 --reuse-cmdline >"$LAB_RESULTS/stage-failing.txt" 2>&1 || return 1
         id=$(basename "$(ls -t /var/lib/upgraded/updates/*.json | head -n1)" .json)
         mkdir -p "$JE_SAVE_DIR"
         chattr +i "$JE_SAVE_DIR" || return 1
-        upgradectl commit --wait >"$LAB_RESULTS/commit-failing.txt" 2>&1
-        echo "exit=$?" >>"$LAB_RESULTS/commit-failing.txt"
+        # Expected to fail: `|| rc=$?` keeps the caller's set -e from ending the scenario here.
+        rc=0
+        upgradectl commit --wait >"$LAB_RESULTS/commit-failing.txt" 2>&1 || rc=$?
+        echo "exit=$rc" >>"$LAB_RESULTS/commit-failing.txt"
         chattr -i "$JE_SAVE_DIR"
+        lab_check failing-commit-exit-status test "$rc" -ne 0 || ok=1
         lab_check failing-commit-failed grep -Eq '"state": ?"failed"' \
                 "/var/lib/upgraded/updates/$id.json" || ok=1
         lab_check failing-commit-vms-running je_vms_running || ok=1
