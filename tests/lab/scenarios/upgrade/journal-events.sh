@@ -4,12 +4,13 @@
 # The journal events an update run without trouble never causes (docs/journal.md), caused on
 # purpose on the old kernel before the real update, each found by its MESSAGE_ID (and the
 # update's UPGRADED_ID) in this boot's journal:
-#   je_reload_at_rest   `systemctl reload upgraded` re-reads the policy: "reloaded"
+#   je_reload_at_rest   `systemctl reload upgraded` re-reads the policy: "reloaded"; with a
+#                       broken drop-in it is refused, the policy in effect kept: "reload
+#                       refused"
 #   je_failed_commit    a commit whose VM saves fail (libvirt's managed-save directory made
 #                       immutable): "staged", "commit", "VM failed", "rollback"; both VMs run
 #                       again and the update ends failed
-# The panic scenario causes "reload refused" (a reload while its commit holds); upgrade's
-# new.sh finds the rest (handoff, VM saved, completed, VM restored, report).
+# upgrade's new.sh finds the rest (handoff, VM saved, completed, VM restored, report).
 JE_SAVE_DIR=/var/lib/libvirt/qemu/save
 
 je_event() { # je_event MESSAGE_ID [UPGRADED_ID]: an entry of this boot with that id
@@ -18,8 +19,14 @@ je_event() { # je_event MESSAGE_ID [UPGRADED_ID]: an entry of this boot with tha
 }
 
 je_reload_at_rest() {
+        local broken=/etc/upgraded/upgraded.conf.d/99-lab-broken.conf rc=0
         lab_check reload-at-rest systemctl reload upgraded.service || return 1
-        lab_check journal-reloaded-event je_event d2259afa363b4c498e0a8caa92e08bd0
+        lab_check journal-reloaded-event je_event d2259afa363b4c498e0a8caa92e08bd0 || return 1
+        printf '[Handoff]\nMode=sideways\n' >"$broken"
+        systemctl reload upgraded.service 2>"$LAB_RESULTS/reload-refused.txt" || rc=$?
+        rm -f "$broken"
+        lab_check reload-refused test "$rc" -ne 0 || return 1
+        lab_check journal-reload-refused-event je_event 43500cdf59bf4aeaa6f9316556e3320f
 }
 
 je_vms_running() {
