@@ -54,7 +54,10 @@ kd_crash_boot() {
         local ok=0
         lab_check kdump-skipped-on-crash-kernel sh -c "journalctl -b -1 -u kdump-tools.service \
                 --no-pager | grep -q 'ConditionKernelCommandLine=!upgraded.panic=1'" || ok=1
-        lab_check kdump-no-dump-saved sh -c '[ -z "$(ls -A /var/crash 2>/dev/null | grep -v kexec_cmd)" ]' || ok=1
+        # kdump saves each dump in a directory of its own under /var/crash (its kexec_cmd and
+        # kdump_lock files lie beside them).
+        ls -la /var/crash >"$LAB_RESULTS/var-crash-new.txt" 2>&1
+        lab_check kdump-no-dump-saved sh -c '[ -z "$(find /var/crash -mindepth 1 -type d 2>/dev/null)" ]' || ok=1
         lab_check kdump-active-again systemctl is-active -q kdump-tools.service || ok=1
         lab_check kdump-ready-again kd_ready || ok=1
         kdump-config status >"$LAB_RESULTS/kdump-status-new.txt" 2>&1
