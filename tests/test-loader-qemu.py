@@ -147,7 +147,9 @@ def real_kernel(workdir, blob, stub_s, stub_lds, tool, vmlinuz, corrupt):
     if corrupt:
         ok = not started and "SHA-256 mismatch: segment 0 at 0x0000000001000000" in out
     else:
+        # The loader appends the update's handoff mark, then its stamps (docs/loader.md).
         ok = (started and re.search(r"Command line: console=ttyS0 nokaslr panic=-1 "
+                                     r"upgraded\.handoff=1 "
                                      r"upgraded\.stamps=[0-9a-f]{16},[0-9a-f]{16},"
                                      r"[0-9a-f]{16},v,[ag]", out) is not None and
               "BIOS-e820: [mem 0x0000000000100000-0x000000000fffffff] usable" in out)

@@ -48,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 
 json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d'+sys.argv[1]))" "$1"; }
-policy_get() { "$CTL" describe --json | json_get "['Policy']$1"; }
+policy_get() { "$CTL" describe --json | json_get "['policy']$1"; }
 CONF=$ROOT/etc/upgraded/upgraded.conf
 
 # ---- the machine ----
