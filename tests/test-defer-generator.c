@@ -182,7 +182,6 @@ static void test_defer_generator_run_default_list(void **state) {
 
 static void test_defer_generator_run_not_armed(void **state) {
 	Fixture *f = *state;
-	_cleanup_free_ char *files = NULL;
 
 	/* An ordinary boot: nothing at all, whatever the configuration says. */
 	put(f, "cmdline", "root=/dev/vda quiet\n");
