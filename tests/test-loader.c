@@ -5,212 +5,18 @@
  * each segment lands for a given memory map, what boot_params and the command
  * line contain, that chunk digests cover the file part of every segment (its
  * zero-filled rest is left to purgatory's zero check), the panic image's
- * confinement to the crash reservation, every named refusal, and the
- * usability checks (lockdown, EFI, kexec_load_disabled). The kexec_load syscall
- * itself is only called where the kernel has no kexec (expects ENOSYS).
+ * confinement to the crash reservation, and the real Debian kernel through the
+ * whole builder. Its refusals and usability checks: test-loader-checks.c.
  */
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <sys/stat.h>
 
-#include "bootparam.h"
-#include "fileio.h"
-#include "loader.h"
+#include "loader-test-util.h"
 #include "memrange.h"
-#include "macros.h"
-#include "path-util.h"
 #include "sha256.h"
-
-#define KERNEL_CODE_SIZE 8192
-#define SETUP_SECTS      1
-#define SETUP_SIZE       ((SETUP_SECTS + 1) * SECTOR_SIZE)
-#define INIT_SIZE        0x400000 /* 4 MiB */
-#define ALIGNMENT        0x200000
-#define PREF_ADDRESS     0x1000000
-#define INITRD_SIZE      (300 * 1024 + 5)
-
-struct fixture {
-	char root[64];
-	int kernel_fd;
-	int initrd_fd;
-	uint8_t *initrd;
-};
-
-static void put_u16(uint8_t *p, size_t off, uint16_t v) {
-	p[off] = v;
-	p[off + 1] = v >> 8;
-}
-
-static void put_u32(uint8_t *p, size_t off, uint32_t v) {
-	put_u16(p, off, v);
-	put_u16(p, off + 2, v >> 16);
-}
-
-static uint32_t get_u32(const uint8_t *p, size_t off) {
-	return p[off] | p[off + 1] << 8 | p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
-}
-
-static uint64_t get_u64(const uint8_t *p, size_t off) {
-	return get_u32(p, off) | (uint64_t)get_u32(p, off + 4) << 32;
-}
-
-static void write_root_file(const char *root, const char *path, const char *content) {
-	_cleanup_free_ char *p = NULL, *dir = NULL;
-
-	assert_int_equal(path_prefix_root(root, path, &p), 0);
-	dir = strdup(p);
-	assert_non_null(dir);
-	*strrchr(dir, '/') = 0;
-	assert_int_equal(mkdir_p(dir, 0755), 0);
-	assert_int_equal(write_file_atomic(p, content, strlen(content), 0644), 0);
-}
-
-static void add_memmap(const char *root, unsigned idx, uint64_t start, uint64_t end,
-                       const char *type) {
-	char path[128], v[32];
-
-	snprintf(path, sizeof(path), "/sys/firmware/memmap/%u/start", idx);
-	snprintf(v, sizeof(v), "0x%" PRIx64 "\n", start);
-	write_root_file(root, path, v);
-	snprintf(path, sizeof(path), "/sys/firmware/memmap/%u/end", idx);
-	snprintf(v, sizeof(v), "0x%" PRIx64 "\n", end);
-	write_root_file(root, path, v);
-	snprintf(path, sizeof(path), "/sys/firmware/memmap/%u/type", idx);
-	snprintf(v, sizeof(v), "%s\n", type);
-	write_root_file(root, path, v);
-}
-
-/* The map of this development machine (a QEMU/KVM-style layout). */
-static void machine_memmap(const char *root) {
-	add_memmap(root, 0, 0x0, 0x9fbff, "System RAM");
-	add_memmap(root, 1, 0x9fc00, 0xfffff, "Reserved");
-	add_memmap(root, 2, 0x100000, 0xbfffffff, "System RAM");
-	add_memmap(root, 3, 0xeec00000, 0xfebfffff, "Reserved");
-	add_memmap(root, 4, 0x100000000, 0x63fffffff, "System RAM");
-}
-
-static int make_kernel_fd(const char *root, uint32_t initrd_addr_max, uint16_t xloadflags) {
-	_cleanup_free_ uint8_t *img = calloc(1, SETUP_SIZE + KERNEL_CODE_SIZE);
-	_cleanup_free_ char *path = NULL;
-	static const char version[] = "6.1.0-loader-test (t@example.org) #1 SMP";
-	int fd;
-
-	assert_non_null(img);
-	img[BP_SETUP_SECTS] = SETUP_SECTS;
-	put_u32(img, BP_SYSSIZE, KERNEL_CODE_SIZE / 16);
-	put_u16(img, BP_BOOT_FLAG, BOOT_FLAG_MAGIC);
-	img[BP_JUMP] = 0xeb;
-	img[BP_JUMP + 1] = 0x6a;
-	put_u32(img, BP_HEADER, SETUP_HEADER_MAGIC);
-	put_u16(img, BP_VERSION, 0x020f);
-	put_u16(img, BP_KERNEL_VERSION, 0x100);
-	img[BP_LOADFLAGS] = LOADFLAG_LOADED_HIGH;
-	put_u32(img, BP_INITRD_ADDR_MAX, initrd_addr_max);
-	put_u32(img, BP_KERNEL_ALIGNMENT, ALIGNMENT);
-	img[BP_RELOCATABLE_KERNEL] = 1;
-	img[BP_MIN_ALIGNMENT] = 21;
-	put_u16(img, BP_XLOADFLAGS, xloadflags);
-	put_u32(img, BP_CMDLINE_SIZE, 255);
-	put_u32(img, BP_PREF_ADDRESS, PREF_ADDRESS);
-	put_u32(img, BP_INIT_SIZE, INIT_SIZE);
-	memcpy(img + KERNEL_VERSION_BIAS + 0x100, version, sizeof(version));
-	for (size_t i = 0; i < KERNEL_CODE_SIZE; i++)
-		img[SETUP_SIZE + i] = (uint8_t)(i * 7);
-
-	assert_int_equal(path_join(root, "vmlinuz", &path), 0);
-	assert_int_equal(write_file_atomic(path, img, SETUP_SIZE + KERNEL_CODE_SIZE, 0644), 0);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	return fd;
-}
-
-static int setup(void **state) {
-	struct fixture *f = calloc(1, sizeof(*f));
-	_cleanup_free_ char *p = NULL;
-
-	if (!f)
-		return -1;
-	strcpy(f->root, "/tmp/test-loader.XXXXXX");
-	if (!mkdtemp(f->root))
-		return -1;
-	machine_memmap(f->root);
-	f->kernel_fd =
-	        make_kernel_fd(f->root, 0x7fffffff, XLF_KERNEL_64 | XLF_CAN_BE_LOADED_ABOVE_4G);
-
-	f->initrd = malloc(INITRD_SIZE);
-	if (!f->initrd)
-		return -1;
-	for (size_t i = 0; i < INITRD_SIZE; i++)
-		f->initrd[i] = (uint8_t)(i >> 3);
-	if (path_join(f->root, "initrd", &p) < 0 ||
-	    write_file_atomic(p, f->initrd, INITRD_SIZE, 0644) < 0)
-		return -1;
-	f->initrd_fd = open(p, O_RDONLY | O_CLOEXEC);
-	*state = f;
-	return f->initrd_fd >= 0 ? 0 : -1;
-}
-
-static int teardown(void **state) {
-	struct fixture *f = *state;
-	_cleanup_free_ char *cmd = NULL;
-
-	close(f->kernel_fd);
-	close(f->initrd_fd);
-	if (asprintf(&cmd, "rm -rf '%s'", f->root) >= 0)
-		(void)!system(cmd);
-	free(f->initrd);
-	free(f);
-	return 0;
-}
-
-static struct loader_options opts_for(struct fixture *f) {
-	return (struct loader_options){
-		.root = f->root,
-		.kernel_fd = f->kernel_fd,
-		.initrd_fd = f->initrd_fd,
-		.cmdline = "root=/dev/vda1 console=ttyS0",
-		.mode = HANDOFF_MODE_VERIFIED,
-		.console_port = PURGATORY_CONSOLE_COM1,
-	};
-}
-
-static bool inside(uint64_t a, uint64_t size, uint64_t start, uint64_t end_incl) {
-	return a >= start && a + size - 1 <= end_incl;
-}
-
-/* Invariants every image obeys: page-aligned, non-overlapping segments, each
- * inside one RAM range of ram[], never touching below 1 MiB. */
-static void assert_segments_sane(const struct loader_image *img, const uint64_t (*ram)[2],
-                                 size_t nr_ram) {
-	const struct loader_segment *s;
-	size_t n = loader_image_segments(img, &s);
-
-	for (size_t i = 0; i < n; i++) {
-		bool in_ram = false;
-
-		if (s[i].memsz == 0)
-			continue;
-		assert_int_equal(s[i].mem % 4096, 0);
-		assert_int_equal(s[i].memsz % 4096, 0);
-		assert_true(s[i].bufsz <= s[i].memsz);
-		assert_true(s[i].mem >= 0x100000);
-		for (size_t r = 0; r < nr_ram; r++)
-			in_ram |= inside(s[i].mem, s[i].memsz, ram[r][0], ram[r][1]);
-		if (!in_ram)
-			fail_msg("segment %zu at 0x%" PRIx64 "+0x%" PRIx64 " is not inside RAM", i,
-			         s[i].mem, s[i].memsz);
-		for (size_t j = 0; j < i; j++)
-			if (s[j].memsz && s[i].mem < s[j].mem + s[j].memsz &&
-			    s[j].mem < s[i].mem + s[i].memsz)
-				fail_msg("segments %zu and %zu overlap", i, j);
-	}
-}
 
 static void test_loader_build_machine_map(void **state) {
 	struct fixture *f = *state;
@@ -555,44 +361,6 @@ static void test_loader_build_no_room(void **state) {
 	assert_null(img);
 }
 
-static void test_loader_build_cmdline_refusals(void **state) {
-	struct fixture *f = *state;
-	struct loader_options o = opts_for(f);
-	struct loader_image *img = NULL;
-	char longline[300];
-	LoaderError e;
-
-	memset(longline, 'x', sizeof(longline) - 1);
-	longline[sizeof(longline) - 1] = 0;
-	o.cmdline = longline;
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -E2BIG);
-	assert_int_equal(e, LOADER_ERR_CMDLINE_TOO_LONG);
-
-	/* Exactly at cmdline_size (255) with the placeholder still fits. */
-	longline[255 - 1 - strlen(LOADER_HANDOFF_CMDLINE_MARK " " PURGATORY_STAMPS_KEY) -
-	         PURGATORY_STAMPS_FIELD_LEN] = 0;
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
-	assert_int_equal(strlen(loader_image_cmdline(img)), 255);
-	img = loader_image_free(img);
-
-	o.cmdline = "root=/dev/vda1\nquiet";
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EINVAL);
-	assert_int_equal(e, LOADER_ERR_CMDLINE_INVALID);
-	o.cmdline = "root=/dev/vda1 upgraded.stamps=1";
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EINVAL);
-	assert_int_equal(e, LOADER_ERR_CMDLINE_INVALID);
-	assert_null(img);
-
-	/* No command line at all is fine: just the mark and the placeholder. */
-	o.cmdline = NULL;
-	o.initrd_fd = -1;
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
-	assert_string_equal(loader_image_cmdline(img), LOADER_HANDOFF_CMDLINE_MARK
-	                    " " PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE);
-	assert_int_equal(loader_image_params(img)->nr_segments, 2); /* no initrd segment */
-	loader_image_free(img);
-}
-
 static void test_loader_build_panic_image(void **state) {
 	struct fixture *f = *state;
 	struct loader_options o = opts_for(f);
@@ -648,119 +416,6 @@ static void test_loader_build_panic_image(void **state) {
 	loader_image_free(img);
 }
 
-static void test_loader_build_bad_inputs(void **state) {
-	struct fixture *f = *state;
-	struct loader_options o = opts_for(f);
-	struct loader_image *img = NULL;
-	BzImageError be = BZIMAGE_OK;
-	LoaderError e;
-	_cleanup_free_ char *mm = NULL, *cmd = NULL;
-
-	/* Not a bzImage (the initrd passed as kernel). */
-	o.kernel_fd = f->initrd_fd;
-	assert_int_equal(loader_image_build(&o, &img, &e, &be), -EBADMSG);
-	assert_int_equal(e, LOADER_ERR_BZIMAGE);
-	assert_int_equal(be, BZIMAGE_ERR_BAD_BOOT_FLAG);
-	assert_null(img);
-
-	/* A directory is not a kernel file. */
-	o.kernel_fd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(o.kernel_fd >= 0);
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EBADFD);
-	assert_int_equal(e, LOADER_ERR_READ);
-	close(o.kernel_fd);
-	o.kernel_fd = f->kernel_fd;
-
-	/* A malformed memory map. */
-	add_memmap(f->root, 7, 0x5000, 0x4000, "System RAM");
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EBADMSG);
-	assert_int_equal(e, LOADER_ERR_MEMMAP);
-
-	/* No memory map at all. */
-	assert_int_equal(path_join(f->root, "sys/firmware/memmap", &mm), 0);
-	assert_true(asprintf(&cmd, "rm -rf '%s'", mm) >= 0);
-	assert_int_equal(system(cmd), 0);
-	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -ENOENT);
-	assert_int_equal(e, LOADER_ERR_MEMMAP);
-	assert_null(img);
-}
-
-static void test_loader_check_usable(void **state) {
-	struct fixture *f = *state;
-	LoaderUnusable u = _LOADER_UNUSABLE_MAX;
-
-	assert_int_equal(loader_check_usable(f->root, &u), 0);
-	assert_int_equal(u, LOADER_USABLE);
-
-	write_root_file(f->root, "/sys/kernel/security/lockdown",
-	                "[none] integrity confidentiality\n");
-	assert_int_equal(loader_check_usable(f->root, &u), 0);
-	assert_int_equal(u, LOADER_USABLE);
-
-	write_root_file(f->root, "/sys/kernel/security/lockdown",
-	                "none [integrity] confidentiality\n");
-	assert_int_equal(loader_check_usable(f->root, &u), 0);
-	assert_int_equal(u, LOADER_UNUSABLE_LOCKDOWN);
-	write_root_file(f->root, "/sys/kernel/security/lockdown",
-	                "none integrity [confidentiality]\n");
-	assert_int_equal(loader_check_usable(f->root, &u), 0);
-	assert_int_equal(u, LOADER_UNUSABLE_LOCKDOWN);
-	assert_non_null(strstr(loader_unusable_to_string(u), "lockdown"));
-
-	write_root_file(f->root, "/sys/kernel/security/lockdown",
-	                "[none] integrity confidentiality\n");
-	write_root_file(f->root, "/proc/sys/kernel/kexec_load_disabled", "1\n");
-	assert_int_equal(loader_check_usable(f->root, &u), 0);
-	assert_int_equal(u, LOADER_UNUSABLE_LOAD_DISABLED);
-	write_root_file(f->root, "/proc/sys/kernel/kexec_load_disabled", "0\n");
-
-	write_root_file(f->root, "/sys/firmware/efi/systab", "ACPI20=0x7fb7e014\n");
-	assert_int_equal(loader_check_usable(f->root, &u), 0);
-	assert_int_equal(u, LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP);
-	write_root_file(f->root, "/sys/firmware/efi/runtime-map/0/type", "0x5\n");
-	assert_int_equal(loader_check_usable(f->root, &u), 0);
-	assert_int_equal(u, LOADER_UNUSABLE_EFI_UNSUPPORTED);
-}
-
-static void test_loader_strings(void **state) {
-	for (int i = 0; i < _LOADER_ERR_MAX; i++) {
-		assert_non_null(loader_error_to_string(i));
-		assert_true(i == LOADER_OK || loader_error_to_errno(i) < 0);
-	}
-	for (int i = 0; i < _LOADER_UNUSABLE_MAX; i++)
-		assert_non_null(loader_unusable_to_string(i));
-	assert_null(loader_error_to_string(_LOADER_ERR_MAX));
-	assert_null(loader_unusable_to_string(_LOADER_UNUSABLE_MAX));
-}
-
-static void test_loader_is_loaded(void **state) {
-	struct fixture *f = *state;
-
-	assert_int_equal(loader_is_loaded(f->root, false), -ENOENT);
-	write_root_file(f->root, "/sys/kernel/kexec_loaded", "1\n");
-	write_root_file(f->root, "/sys/kernel/kexec_crash_loaded", "0\n");
-	assert_int_equal(loader_is_loaded(f->root, false), 1);
-	assert_int_equal(loader_is_loaded(f->root, true), 0);
-}
-
-/* Only on kernels without kexec (no /sys/kernel/kexec_loaded): the syscall must
- * fail with ENOSYS. A kexec-capable host is never handed a test image. */
-static void test_loader_syscall_enosys(void **state) {
-	struct fixture *f = *state;
-	struct loader_options o = opts_for(f);
-	struct loader_image *img = NULL;
-
-	if (access("/sys/kernel/kexec_loaded", F_OK) == 0) {
-		print_message("[ SKIP     ] this kernel has kexec: not loading a test image\n");
-		skip();
-	}
-	assert_int_equal(loader_image_build(&o, &img, NULL, NULL), 0);
-	assert_int_equal(loader_image_load(img), -ENOSYS);
-	assert_int_equal(loader_unload(false), -ENOSYS);
-	assert_int_equal(loader_unload(true), -ENOSYS);
-	loader_image_free(img);
-}
-
 /* The real Debian kernel through the whole builder, when it is cached. */
 static void test_loader_build_real_vmlinuz(void **state) {
 	static const char *const dirs[] = { TEST_KERNEL_DIRS };
@@ -813,14 +468,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_loader_build_keeps_persistent_memory, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_no_room, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loader_build_cmdline_refusals, setup,
-		                                teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_panic_image, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loader_build_bad_inputs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loader_check_usable, setup, teardown),
-		cmocka_unit_test(test_loader_strings),
-		cmocka_unit_test_setup_teardown(test_loader_is_loaded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_loader_syscall_enosys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_real_vmlinuz, setup, teardown),
 	};
 

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/*
+ * What the segment builder refuses, by name (a command line it cannot pass, a
+ * truncated or foreign image), and the usability checks of the kexec_load path
+ * (lockdown, EFI, kexec_load_disabled). The kexec_load syscall itself is only
+ * called where the kernel has no kexec (expects ENOSYS).
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "loader-test-util.h"
+
+static void test_loader_build_cmdline_refusals(void **state) {
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+	char longline[300];
+	LoaderError e;
+
+	memset(longline, 'x', sizeof(longline) - 1);
+	longline[sizeof(longline) - 1] = 0;
+	o.cmdline = longline;
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -E2BIG);
+	assert_int_equal(e, LOADER_ERR_CMDLINE_TOO_LONG);
+
+	/* Exactly at cmdline_size (255) with the placeholder still fits. */
+	longline[255 - 1 - strlen(LOADER_HANDOFF_CMDLINE_MARK " " PURGATORY_STAMPS_KEY) -
+	         PURGATORY_STAMPS_FIELD_LEN] = 0;
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
+	assert_int_equal(strlen(loader_image_cmdline(img)), 255);
+	img = loader_image_free(img);
+
+	o.cmdline = "root=/dev/vda1\nquiet";
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EINVAL);
+	assert_int_equal(e, LOADER_ERR_CMDLINE_INVALID);
+	o.cmdline = "root=/dev/vda1 upgraded.stamps=1";
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EINVAL);
+	assert_int_equal(e, LOADER_ERR_CMDLINE_INVALID);
+	assert_null(img);
+
+	/* No command line at all is fine: just the mark and the placeholder. */
+	o.cmdline = NULL;
+	o.initrd_fd = -1;
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), 0);
+	assert_string_equal(loader_image_cmdline(img), LOADER_HANDOFF_CMDLINE_MARK
+	                    " " PURGATORY_STAMPS_KEY PURGATORY_STAMPS_TEMPLATE);
+	assert_int_equal(loader_image_params(img)->nr_segments, 2); /* no initrd segment */
+	loader_image_free(img);
+}
+
+static void test_loader_build_bad_inputs(void **state) {
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+	BzImageError be = BZIMAGE_OK;
+	LoaderError e;
+	_cleanup_free_ char *mm = NULL, *cmd = NULL;
+
+	/* Not a bzImage (the initrd passed as kernel). */
+	o.kernel_fd = f->initrd_fd;
+	assert_int_equal(loader_image_build(&o, &img, &e, &be), -EBADMSG);
+	assert_int_equal(e, LOADER_ERR_BZIMAGE);
+	assert_int_equal(be, BZIMAGE_ERR_BAD_BOOT_FLAG);
+	assert_null(img);
+
+	/* A directory is not a kernel file. */
+	o.kernel_fd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(o.kernel_fd >= 0);
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EBADFD);
+	assert_int_equal(e, LOADER_ERR_READ);
+	close(o.kernel_fd);
+	o.kernel_fd = f->kernel_fd;
+
+	/* A malformed memory map. */
+	add_memmap(f->root, 7, 0x5000, 0x4000, "System RAM");
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EBADMSG);
+	assert_int_equal(e, LOADER_ERR_MEMMAP);
+
+	/* No memory map at all. */
+	assert_int_equal(path_join(f->root, "sys/firmware/memmap", &mm), 0);
+	assert_true(asprintf(&cmd, "rm -rf '%s'", mm) >= 0);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -ENOENT);
+	assert_int_equal(e, LOADER_ERR_MEMMAP);
+	assert_null(img);
+}
+
+static void test_loader_check_usable(void **state) {
+	struct fixture *f = *state;
+	LoaderUnusable u = _LOADER_UNUSABLE_MAX;
+
+	assert_int_equal(loader_check_usable(f->root, &u), 0);
+	assert_int_equal(u, LOADER_USABLE);
+
+	write_root_file(f->root, "/sys/kernel/security/lockdown",
+	                "[none] integrity confidentiality\n");
+	assert_int_equal(loader_check_usable(f->root, &u), 0);
+	assert_int_equal(u, LOADER_USABLE);
+
+	write_root_file(f->root, "/sys/kernel/security/lockdown",
+	                "none [integrity] confidentiality\n");
+	assert_int_equal(loader_check_usable(f->root, &u), 0);
+	assert_int_equal(u, LOADER_UNUSABLE_LOCKDOWN);
+	write_root_file(f->root, "/sys/kernel/security/lockdown",
+	                "none integrity [confidentiality]\n");
+	assert_int_equal(loader_check_usable(f->root, &u), 0);
+	assert_int_equal(u, LOADER_UNUSABLE_LOCKDOWN);
+	assert_non_null(strstr(loader_unusable_to_string(u), "lockdown"));
+
+	write_root_file(f->root, "/sys/kernel/security/lockdown",
+	                "[none] integrity confidentiality\n");
+	write_root_file(f->root, "/proc/sys/kernel/kexec_load_disabled", "1\n");
+	assert_int_equal(loader_check_usable(f->root, &u), 0);
+	assert_int_equal(u, LOADER_UNUSABLE_LOAD_DISABLED);
+	write_root_file(f->root, "/proc/sys/kernel/kexec_load_disabled", "0\n");
+
+	write_root_file(f->root, "/sys/firmware/efi/systab", "ACPI20=0x7fb7e014\n");
+	assert_int_equal(loader_check_usable(f->root, &u), 0);
+	assert_int_equal(u, LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP);
+	write_root_file(f->root, "/sys/firmware/efi/runtime-map/0/type", "0x5\n");
+	assert_int_equal(loader_check_usable(f->root, &u), 0);
+	assert_int_equal(u, LOADER_UNUSABLE_EFI_UNSUPPORTED);
+}
+
+static void test_loader_strings(void **state) {
+	for (int i = 0; i < _LOADER_ERR_MAX; i++) {
+		assert_non_null(loader_error_to_string(i));
+		assert_true(i == LOADER_OK || loader_error_to_errno(i) < 0);
+	}
+	for (int i = 0; i < _LOADER_UNUSABLE_MAX; i++)
+		assert_non_null(loader_unusable_to_string(i));
+	assert_null(loader_error_to_string(_LOADER_ERR_MAX));
+	assert_null(loader_unusable_to_string(_LOADER_UNUSABLE_MAX));
+}
+
+static void test_loader_is_loaded(void **state) {
+	struct fixture *f = *state;
+
+	assert_int_equal(loader_is_loaded(f->root, false), -ENOENT);
+	write_root_file(f->root, "/sys/kernel/kexec_loaded", "1\n");
+	write_root_file(f->root, "/sys/kernel/kexec_crash_loaded", "0\n");
+	assert_int_equal(loader_is_loaded(f->root, false), 1);
+	assert_int_equal(loader_is_loaded(f->root, true), 0);
+}
+
+/* Only on kernels without kexec (no /sys/kernel/kexec_loaded): the syscall must
+ * fail with ENOSYS. A kexec-capable host is never handed a test image. */
+static void test_loader_syscall_enosys(void **state) {
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+
+	if (access("/sys/kernel/kexec_loaded", F_OK) == 0) {
+		print_message("[ SKIP     ] this kernel has kexec: not loading a test image\n");
+		skip();
+	}
+	assert_int_equal(loader_image_build(&o, &img, NULL, NULL), 0);
+	assert_int_equal(loader_image_load(img), -ENOSYS);
+	assert_int_equal(loader_unload(false), -ENOSYS);
+	assert_int_equal(loader_unload(true), -ENOSYS);
+	loader_image_free(img);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_loader_build_cmdline_refusals, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_loader_build_bad_inputs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loader_check_usable, setup, teardown),
+		cmocka_unit_test(test_loader_strings),
+		cmocka_unit_test_setup_teardown(test_loader_is_loaded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loader_syscall_enosys, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
