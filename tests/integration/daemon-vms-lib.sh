@@ -14,12 +14,8 @@ UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$
 NEW=6.1.0-57-cloud-amd64
 COUNTER_ADDR=0x600
 URI=${LIBVIRT_TEST_URI:?run me through private-libvirtd}
-for p in dbus-daemon busctl virsh python3; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-vms.XXXXXX)
-ROOT=$T/root
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+test_begin vms "a private libvirtd" dbus-daemon busctl virsh python3
 DBUS_PID= DAEMON_PID=
 vms_cleanup() {
         for pid in $DAEMON_PID $DBUS_PID; do
@@ -29,7 +25,6 @@ vms_cleanup() {
         rm -rf "$T"
 }
 trap vms_cleanup EXIT
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Both guests running, each counter continued from its value before (a fresh boot starts
 # from 0) within SLACK ticks, and still counting: continued BEFORE_A BEFORE_B SLACK
 continued() {

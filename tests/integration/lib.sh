@@ -5,6 +5,11 @@
 # the counter guests of a private libvirtd. The script sets T (its temporary directory),
 # ROOT and UPGRADED; the guest helpers need URI, COUNTER and COUNTER_ADDR.
 #
+# The start of every script (after sourcing this file):
+#   test_begin NAME WHY PROGRAM...  exits 77 (skip) unless root (WHY: what needs it) and every
+#                                   PROGRAM is on PATH; then T=/tmp/upgraded-NAME.XXXXXX (mode
+#                                   755: the daemon's system user reads it) and ROOT=$T/root
+#
 # TAP output: the script ends with
 #   echo "1..$n"; [ "$failures" -eq 0 ]
 #   ok TEXT / not_ok TEXT           one result
@@ -34,6 +39,21 @@
 #   define_guest NAME [MIB], V VIRSH-ARGS..., counter NAME, wait_counter NAME MIN
 
 failures=0 n=0
+
+test_begin() {
+        local name=$1 why=$2 p
+        shift 2
+        if [ "$(id -u)" -ne 0 ]; then
+                echo "SKIP: needs root ($why)"
+                exit 77
+        fi
+        for p in "$@"; do
+                command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps)"; exit 77; }
+        done
+        T=$(mktemp -d "/tmp/upgraded-$name.XXXXXX") && chmod 755 "$T" || exit 1
+        ROOT=$T/root
+}
+
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
 check() {

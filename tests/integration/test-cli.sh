@@ -20,20 +20,10 @@ set -uo pipefail
 UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5
 NEW=6.1.0-57-cloud-amd64
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3 script; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-cli.XXXXXX)
-chmod 755 "$T"
-ROOT=$T/root
+. "$(dirname "$0")/lib.sh"
+test_begin cli "private dbus-daemon, root-owned images" dbus-daemon busctl python3 script
 DBUS_PID= DAEMON_PID= MON_PID=
 DAEMON_ARGS=(--backend=record --kexec-trigger=record --libvirt-uri=test:///default)
-. "$(dirname "$0")/lib.sh"
 
 cleanup() {
         for pid in $MON_PID $DAEMON_PID $DBUS_PID; do

@@ -19,19 +19,9 @@ UPGRADED=$1 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5
 CALL_DEADLINE=3
 TEST_USER=nobody
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, setpriv, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3 setpriv; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-bytes.XXXXXX)
-chmod 755 "$T"
-ROOT=$T/root
-DBUS_PID= DAEMON_PID=
 . "$(dirname "$0")/lib.sh"
+test_begin bytes "private dbus-daemon, setpriv, root-owned images" dbus-daemon busctl python3 setpriv
+DBUS_PID= DAEMON_PID=
 cleanup() {
         for pid in $DAEMON_PID $DBUS_PID; do
                 kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null

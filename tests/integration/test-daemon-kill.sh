@@ -30,15 +30,10 @@ BOOT_A=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa BOOT_B=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 COUNTER_ADDR=0x600
 GUESTS=${UPGRADED_KILL_GUESTS:-vm-a vm-b}
 URI=${LIBVIRT_TEST_URI:?run me through private-libvirtd}
-for p in dbus-daemon busctl virsh python3; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-kill.XXXXXX)
-ROOT=$T/root
+. "$(dirname "$0")/lib.sh"
+test_begin kill "a private libvirtd" dbus-daemon busctl virsh python3
 DBUS_PID= DAEMON_PID=
 kills=0 waits=0
-. "$(dirname "$0")/lib.sh"
 cleanup() {
         for pid in $DAEMON_PID $DBUS_PID; do
                 kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null

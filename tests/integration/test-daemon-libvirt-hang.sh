@@ -17,17 +17,8 @@ FAKE=$(dirname "$0")/fake-libvirtd.py
 NEW=6.1.0-57-cloud-amd64
 TIMEOUT_S=3
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-hang.XXXXXX)
-chmod 755 "$T"
-ROOT=$T/root
+. "$(dirname "$0")/lib.sh"
+test_begin hang "private dbus-daemon, root-owned images" dbus-daemon busctl python3
 DBUS_PID= DAEMON_PID= FAKE_PID=
 failures=0 n=0
 
@@ -42,7 +33,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-. "$(dirname "$0")/lib.sh"
 
 mkdir -p "$ROOT/boot" "$ROOT/proc" "$ROOT/var/lib/upgraded/images"
 python3 "$MAKE_BZIMAGE" "$ROOT/boot/vmlinuz-$NEW" "$NEW"

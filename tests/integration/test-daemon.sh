@@ -19,16 +19,8 @@ UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 VALIDATE=$6 SCHEMA=$
 TEST_USER=upgraded-test
 NEW=6.1.0-57-cloud-amd64
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, a system user, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3 setpriv sha256sum; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-it.XXXXXX)
-chmod 755 "$T"
+. "$(dirname "$0")/lib.sh"
+test_begin it "private dbus-daemon, a system user, root-owned images" dbus-daemon busctl python3 setpriv sha256sum
 WRAPPER= daemon_stops=0
 if [ -n "${UPGRADED_TEST_VALGRIND:-}" ]; then # the suppressions file
         command -v valgrind >/dev/null || { echo "SKIP: valgrind missing"; exit 77; }
@@ -42,7 +34,6 @@ DBUS_PID= DAEMON_PID= MON_PID= POLKIT_PID=
 POLKIT_ACTION_FILE=/usr/share/polkit-1/actions/org.upgraded.Upgrade1.policy
 POLKIT_RULES_FILE=/etc/polkit-1/rules.d/50-upgraded-integration-test.rules
 created_action= created_user=
-. "$(dirname "$0")/lib.sh"
 
 cleanup() {
         for pid in $MON_PID $DAEMON_PID $POLKIT_PID $DBUS_PID; do

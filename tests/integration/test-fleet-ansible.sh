@@ -23,17 +23,8 @@ set -uo pipefail
 
 UPGRADED=$1 CTL=$(realpath "$2") BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 ANSIBLE_DIR=$6
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3 ansible-playbook; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps)"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-fleet-ansible.XXXXXX)
-chmod 755 "$T"
 . "$(dirname "$0")/lib.sh"
+test_begin fleet-ansible "private dbus-daemon, root-owned images" dbus-daemon busctl python3 ansible-playbook
 . "$(dirname "$0")/fleet-lib.sh"
 BOOT_DELAY=1 # seconds "the new kernel" takes to come up: every VM's downtime exceeds it
 VMS=5        # running VMs per host (libvirt's test driver): 10 in a batch of 2, p90 != max
@@ -156,9 +147,16 @@ summary_has() { grep -qF -- "$2" "$1"; }
 never_committed() { # NAME: its update is still staged and its trigger never fired
         [ "$(state_of "$1")" = staged ] && [ ! -e "$T/$1/kexec-requested.json" ]
 }
-done_on_new_kernel() { # NAME: the update is done and its report was gathered on the controller
-        [ "$(state_of "$1")" = idle ] && host_ctl "$1" report | grep -q "Result: success" &&
-                ls "$2/reports/$1-"*.json >/dev/null 2>&1
+done_on_new_kernel() { # NAME DIR: the update is done and its report was gathered on the controller
+        local state report
+        state=$(state_of "$1")
+        report=$(host_ctl "$1" report 2>&1)
+        [ "$state" = idle ] && grep -q "Result: success" <<<"$report" &&
+                ls "$2/reports/$1-"*.json >/dev/null 2>&1 && return 0
+        # Say which part failed: the daemon's state, its report, or the controller's copy.
+        echo "# $1: state '$state'; controller's reports: $(ls "$2/reports" 2>&1 | tr '\n' ' ')"
+        sed "s/^/# $1: report: /" <<<"$report" | head -20
+        return 1
 }
 
 # ---- 1: serial 1; h2's worst VM downtime exceeds its gate ----

@@ -20,19 +20,9 @@ set -uo pipefail
 UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5 LAB_REPORT=$6 CHAIN_REPORT=$7
 WIDTH=1280 HEIGHT=1000
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3 chromium; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps)"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-fleet-html.XXXXXX)
-chmod 755 "$T"
-ROOT=$T/root
-DBUS_PID= DAEMON_PID=
 . "$(dirname "$0")/lib.sh"
+test_begin fleet-html "private dbus-daemon, root-owned images" dbus-daemon busctl python3 chromium
+DBUS_PID= DAEMON_PID=
 . "$(dirname "$0")/fleet-lib.sh"
 trap 'fleet_cleanup "$DAEMON_PID $DBUS_PID" "$T/chromium.log"' EXIT
 

@@ -12,19 +12,9 @@ set -uo pipefail
 
 UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3 curl prometheus-node-exporter promtool; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps)"; exit 77; }
-done
-
-T=$(mktemp -d /tmp/upgraded-fleet-metrics.XXXXXX)
-chmod 755 "$T"
-ROOT=$T/root
-DBUS_PID= DAEMON_PID= NE_PID=
 . "$(dirname "$0")/lib.sh"
+test_begin fleet-metrics "private dbus-daemon, root-owned images" dbus-daemon busctl python3 curl prometheus-node-exporter promtool
+DBUS_PID= DAEMON_PID= NE_PID=
 . "$(dirname "$0")/fleet-lib.sh"
 PROM=$ROOT$TEXTFILE_DIR/upgraded.prom
 

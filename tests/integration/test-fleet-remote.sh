@@ -15,20 +15,10 @@ set -uo pipefail
 
 UPGRADED=$1 CTL=$2 BUS_CONF_IN=$3 POLICY=$4 MAKE_BZIMAGE=$5
 
-if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root (private dbus-daemon, sshd, root-owned images)"
-        exit 77
-fi
-for p in dbus-daemon busctl python3 ssh ssh-keygen systemd-stdio-bridge; do
-        command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps)"; exit 77; }
-done
 [ -x /usr/sbin/sshd ] || { echo "SKIP: /usr/sbin/sshd missing (tools/install-deps)"; exit 77; }
-
-T=$(mktemp -d /tmp/upgraded-fleet-remote.XXXXXX)
-chmod 755 "$T"
-ROOT=$T/root
-DBUS_PID= DAEMON_PID= SSHD_PID=
 . "$(dirname "$0")/lib.sh"
+test_begin fleet-remote "private dbus-daemon, sshd, root-owned images" dbus-daemon busctl python3 ssh ssh-keygen systemd-stdio-bridge
+DBUS_PID= DAEMON_PID= SSHD_PID=
 . "$(dirname "$0")/fleet-lib.sh"
 
 trap 'fleet_cleanup "$SSHD_PID $DAEMON_PID $DBUS_PID" "$T/sshd.log" "$T/ssh-argv"' EXIT
