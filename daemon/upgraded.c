@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -682,5 +683,11 @@ static int run(int argc, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
+	/* One malloc arena for every thread. Each update runs short-lived worker threads (jobs,
+	 * a pause and a save per VM, the libvirt connection); with glibc's default of an arena
+	 * per concurrent thread, the memory they free stays spread over up to 8 arenas per core
+	 * and the daemon's RSS crept about 20 KiB an update with no leak behind it (the soak,
+	 * docs/reliability.md). Its threads mostly wait on libvirt: one arena costs nothing. */
+	(void)mallopt(M_ARENA_MAX, 1);
 	return run(argc, argv) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
