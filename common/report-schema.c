@@ -367,10 +367,41 @@ static int cmp_i64(const void *a, const void *b) {
 	return (x > y) - (x < y);
 }
 
+/* Drops the "missing" entries about figure (a figure schema 2 has after all). */
+static void drop_missing(json_object *report, const char *figure) {
+	json_object *m = field(report, "missing"), *keep;
+
+	if (!is_array(m))
+		return;
+	keep = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(m); i++) {
+		json_object *e = json_object_array_get_idx(m, i), *f = field(e, "figure");
+
+		if (!f || !json_object_is_type(f, json_type_string) ||
+		    strcmp(json_object_get_string(f), figure) != 0)
+			json_object_array_add(keep, json_object_get(e));
+	}
+	add(report, "missing", keep);
+}
+
+/* Whether some VM's downtime has this source. */
+static bool has_source(json_object *vms, const char *source) {
+	for (size_t i = 0; is_array(vms) && i < json_object_array_length(vms); i++) {
+		json_object *s =
+		        field(field(json_object_array_get_idx(vms, i), "downtime"), "source");
+
+		if (s && json_object_is_type(s, json_type_string) &&
+		    strcmp(json_object_get_string(s), source) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* totals.max/median_vm_downtime_ns over the VMs' one downtime each (left as they are
- * when no VM has one). */
+ * when no VM has one), and the sources of those figures. */
 static void upgrade_totals(json_object *report) {
-	json_object *vms = field(report, "vms"), *t = field(report, "totals");
+	static const char *const sources[] = { "probe", "marks", "mixed", "libvirt-wallclock" };
+	json_object *vms = field(report, "vms"), *t = field(report, "totals"), *l;
 	size_t n = 0, len = is_array(vms) ? json_object_array_length(vms) : 0;
 	_cleanup_free_ int64_t *d = calloc(len ?: 1, sizeof(*d));
 
@@ -382,12 +413,18 @@ static void upgrade_totals(json_object *report) {
 		if (is_int(ns))
 			d[n++] = json_object_get_int64(ns);
 	}
+	add(t, "vm_downtime_sources", l = json_object_new_array());
+	for (size_t i = 0; i < ELEMENTSOF(sources); i++)
+		if (has_source(vms, sources[i]))
+			json_object_array_add(l, json_object_new_string(sources[i]));
+	move_field(t, "estimated", "estimated", NULL);
 	if (n == 0)
 		return;
 	qsort(d, n, sizeof(*d), cmp_i64);
 	add(t, "max_vm_downtime_ns", json_object_new_int64(d[n - 1]));
 	add(t, "median_vm_downtime_ns",
 	    json_object_new_int64(n % 2 ? d[n / 2] : d[n / 2 - 1] / 2 + d[n / 2] / 2));
+	drop_missing(report, "vm_downtime_totals");
 }
 
 /* vms[] in schema 2, schema 1's vm_downtime[] folded into them; the totals follow. */

@@ -111,6 +111,10 @@ static void assert_one_downtime_each(json_object *o, const char *want_source) {
 		assert_true(json_object_get_boolean(get(d, "estimated")));
 	}
 	assert_false(json_object_object_get_ex(o, "vm_downtime", NULL));
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(
+	                            get(get(o, "totals"), "vm_downtime_sources"), 0)),
+	                    want_source);
+	assert_int_equal(json_object_array_length(get(get(o, "totals"), "vm_downtime_sources")), 1);
 }
 
 /* The lab's measured report: identity, ISO times, the probe's downtime folded into vms[],
