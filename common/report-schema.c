@@ -254,8 +254,12 @@ static void upgrade_identity(json_object *report, const ReportIdentity *id) {
 		finished = (int64_t)id->written_usec;
 	add(report, "started_at", iso_or_null(started));
 	add(report, "finished_at", iso_or_null(finished));
-	if (host && json_object_is_type(host, json_type_object))
+	if (host && json_object_is_type(host, json_type_object)) {
 		add(host, "machine_id", string_or_null(id ? id->machine_id : NULL));
+		/* hostname, machine_id, then the boots */
+		move_field(host, "old_boot_id", "old_boot_id", NULL);
+		move_field(host, "new_boot_id", "new_boot_id", NULL);
+	}
 	add(report, "daemon", d = json_object_new_object());
 	add(d, "version", string_or_null(id ? id->version : NULL));
 }

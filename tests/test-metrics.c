@@ -105,6 +105,26 @@ static void test_metrics_lab_report(void **state) {
 	assert_non_null(strstr(t, "upgraded_last_update_finish_timestamp_seconds 17959979"));
 }
 
+/* A report in schema 1 (an older daemon's) and the same in schema 2 make the same text. */
+static void test_metrics_schema1_and_2_alike(void **state) {
+	static const char *const seeds[] = { "lab-measured", "failed-rollback", "lab-critical-path",
+		                             "clock-sync" };
+
+	for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {
+		_cleanup_free_ char *n1 = NULL, *n2 = NULL, *t1 = NULL, *t2 = NULL;
+		_cleanup_(json_object_putp) json_object *one = NULL, *two = NULL;
+
+		assert_true(asprintf(&n1, "seed-%s.json", seeds[i]) > 0);
+		assert_true(asprintf(&n2, "seed2-%s.json", seeds[i]) > 0);
+		one = fixture(n1);
+		two = fixture(n2);
+		t1 = format(idle_describe, one);
+		t2 = format(idle_describe, two);
+		assert_non_null(strstr(t2, "upgraded_last_update_info{"));
+		assert_string_equal(t1, t2);
+	}
+}
+
 /* A failed update measured nothing across a kexec: its null figures have no sample at all
  * (never 0); the VMs' downtime is libvirt's wall clock (rolled back on the old kernel). */
 static void test_metrics_failed_report_leaves_out_nulls(void **state) {
@@ -205,6 +225,7 @@ static void test_metrics_write(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metrics_lab_report),
+		cmocka_unit_test(test_metrics_schema1_and_2_alike),
 		cmocka_unit_test(test_metrics_failed_report_leaves_out_nulls),
 		cmocka_unit_test(test_metrics_staged_no_report),
 		cmocka_unit_test(test_metrics_iso_times_and_escaping),

@@ -203,6 +203,60 @@ static void test_report_schema1_prints(void **state) {
 	assert_non_null(strstr(text, "Init started: "));
 }
 
+static char *print(json_object *o) {
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	assert_non_null(f);
+	report_print(o, f);
+	fclose(f);
+	return text;
+}
+
+/* Drops the lines that start with prefix (after the padding). */
+static void drop_line(char *text, const char *label) {
+	char *p = strstr(text, label), *e;
+
+	assert_non_null(p);
+	while (p > text && p[-1] != '\n')
+		p--;
+	e = strchr(p, '\n');
+	assert_non_null(e);
+	memmove(p, e + 1, strlen(e + 1) + 1);
+}
+
+/* The schema-2 seeds are the schema-1 ones as the daemon writes them now: upgradectl prints
+ * both the same, but for the identity only the new daemon records. */
+static void test_report_both_schemas_print_alike(void **state) {
+	static const char *const seeds[] = { "lab-measured", "failed-rollback", "lab-critical-path",
+		                             "clock-sync" };
+
+	for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {
+		_cleanup_free_ char *n1 = NULL, *n2 = NULL, *t1 = NULL, *t2 = NULL;
+		_cleanup_json_ json_object *one = NULL, *two = NULL;
+
+		assert_true(asprintf(&n1, "seed-%s.json", seeds[i]) > 0);
+		assert_true(asprintf(&n2, "seed2-%s.json", seeds[i]) > 0);
+		one = fixture(n1);
+		two = fixture(n2);
+		validate(two);
+		assert_int_equal(report_upgrade(two, NULL), 0); /* schema 2: unchanged */
+		assert_int_equal(report_upgrade(one, NULL), 0);
+		t1 = print(one);
+		t2 = print(two);
+		assert_non_null(strstr(t1, "(machine n/a)"));
+		assert_non_null(strstr(t2, "(machine 5c0bd6a1e2f34b7c8d9e0f1a2b3c4d5e)"));
+		assert_non_null(strstr(t1, "Daemon: n/a (report schema 2)"));
+		assert_non_null(strstr(t2, "Daemon: 0.1 (report schema 2)"));
+		drop_line(t1, "Host: ");
+		drop_line(t2, "Host: ");
+		drop_line(t1, "Daemon: ");
+		drop_line(t2, "Daemon: ");
+		assert_string_equal(t1, t2);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report_iso_round_trip),
@@ -211,6 +265,7 @@ int main(void) {
 		cmocka_unit_test(test_report_upgrade_wallclock),
 		cmocka_unit_test(test_report_upgrade_refuses),
 		cmocka_unit_test(test_report_schema1_prints),
+		cmocka_unit_test(test_report_both_schemas_print_alike),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
