@@ -185,24 +185,7 @@ static void test_report_upgrade_refuses(void **state) {
 	assert_int_equal(report_upgrade(c, NULL), -EBADMSG);
 }
 
-/* upgradectl report of a schema-1 file: mapped, then printed with schema 2's figures. */
-static void test_report_schema1_prints(void **state) {
-	_cleanup_json_ json_object *o = fixture("seed-lab-measured.json");
-	_cleanup_free_ char *text = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&text, &size);
-
-	assert_non_null(f);
-	assert_int_equal(report_upgrade(o, NULL), 0);
-	report_print(o, f);
-	fclose(f);
-	assert_non_null(strstr(text, "Started: 2026-11-30T00:16:34.337017Z"));
-	assert_non_null(strstr(text, "(report schema 2)"));
-	assert_non_null(strstr(text, "Why: blocking: fast-not-allowed: Fast handoff"));
-	assert_non_null(strstr(text, "VM downtime: lab-counter-2 138.040 s +- 1.000 s (mixed)"));
-	assert_non_null(strstr(text, "Init started: "));
-}
-
+/* upgradectl report's text of a report. */
 static char *print(json_object *o) {
 	char *text = NULL;
 	size_t size = 0;
@@ -212,6 +195,20 @@ static char *print(json_object *o) {
 	report_print(o, f);
 	fclose(f);
 	return text;
+}
+
+/* upgradectl report of a schema-1 file: mapped, then printed with schema 2's figures. */
+static void test_report_schema1_prints(void **state) {
+	_cleanup_json_ json_object *o = fixture("seed-lab-measured.json");
+	_cleanup_free_ char *text = NULL;
+
+	assert_int_equal(report_upgrade(o, NULL), 0);
+	text = print(o);
+	assert_non_null(strstr(text, "Started: 2026-11-30T00:16:34.337017Z"));
+	assert_non_null(strstr(text, "(report schema 2)"));
+	assert_non_null(strstr(text, "Why: blocking: fast-not-allowed: Fast handoff"));
+	assert_non_null(strstr(text, "VM downtime: lab-counter-2 138.040 s +- 1.000 s (mixed)"));
+	assert_non_null(strstr(text, "Init started: "));
 }
 
 /* Drops the lines that start with prefix (after the padding). */
