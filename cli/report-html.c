@@ -8,6 +8,7 @@
 #include "fileio.h"
 #include "macros.h"
 #include "report-html.h"
+#include "report-schema.h"
 
 #define SVG_WIDTH   1200
 #define LABEL_WIDTH 170
@@ -28,7 +29,7 @@ typedef struct VmBar {
 	const char *name, *source;
 	double stop_ns, run_ns, unc_ns; /* unc_ns: the +- of run_ns (0: exact) */
 	bool have_stop, have_run;
-	json_object *downtime; /* vm_downtime[].downtime_ns, or NULL */
+	json_object *downtime; /* vms[].downtime.ns, or NULL */
 } VmBar;
 
 typedef struct Scale {
@@ -66,6 +67,16 @@ static bool jnum(json_object *o, const char *k, double *ret) {
 	if (!v || !json_object_is_type(v, json_type_int))
 		return false;
 	*ret = (double)json_object_get_int64(v);
+	return true;
+}
+
+/* An ISO 8601 UTC instant (schema 2's *_at) as CLOCK_REALTIME microseconds. */
+static bool jinstant(json_object *o, const char *k, double *ret_usec) {
+	uint64_t usec;
+
+	if (report_iso_parse(cli_jstr(o, k), &usec) < 0)
+		return false;
+	*ret_usec = (double)usec;
 	return true;
 }
 
@@ -109,7 +120,7 @@ static bool axis_realtime_origin(json_object *r, double *ret_usec) {
 		json_object *s = json_object_array_get_idx(stamps, i);
 
 		if (streq_ptr(cli_jstr(s, "name"), "commit-requested"))
-			found = jnum(s, "realtime_usec", &commit);
+			found = jinstant(s, "at", &commit);
 	}
 	for (size_t i = 0; i < cli_jarray_length(phases); i++) {
 		json_object *p = json_object_array_get_idx(phases, i);
@@ -121,39 +132,36 @@ static bool axis_realtime_origin(json_object *r, double *ret_usec) {
 	return found;
 }
 
-/* One bar per vms[] entry: vm_downtime's stopped_ns/running_ns when the report put them on the
- * axis, else libvirt's paused_at/resumed_at (CLOCK_REALTIME) moved onto it. */
+/* One bar per vms[] entry: its downtime's stopped_ns/running_ns when the report put them on
+ * the axis, else libvirt's paused_at/resumed_at (CLOCK_REALTIME) moved onto it. */
 static size_t collect_vms(json_object *r, VmBar *bars, size_t max) {
-	json_object *vms = cli_jarray(r, "vms"), *dts = cli_jarray(r, "vm_downtime");
+	json_object *vms = cli_jarray(r, "vms");
 	double origin = 0, unc = uncertainty_ns(r);
 	bool have_origin = axis_realtime_origin(r, &origin);
 	size_t n = 0;
 
 	for (size_t i = 0; i < cli_jarray_length(vms) && n < max; i++) {
-		json_object *v = json_object_array_get_idx(vms, i), *d = NULL;
+		json_object *v = json_object_array_get_idx(vms, i), *d = cli_jobj(v, "downtime");
 		VmBar *b = &bars[n];
 		double t;
 
 		*b = (VmBar){ .name = cli_jstr(v, "name") };
 		if (!b->name)
 			continue;
-		for (size_t j = 0; j < cli_jarray_length(dts); j++)
-			if (streq_ptr(cli_jstr(json_object_array_get_idx(dts, j), "name"), b->name))
-				d = json_object_array_get_idx(dts, j);
-		b->downtime = cli_jobj(d, "downtime_ns");
-		b->source = cli_jstr(d, "downtime_source");
+		b->downtime = cli_jobj(d, "ns");
+		b->source = cli_jstr(d, "source");
 		b->have_stop = jnum(d, "stopped_ns", &b->stop_ns);
 		b->have_run = jnum(d, "running_ns", &b->run_ns);
 		if (!jnum(d, "uncertainty_ns", &b->unc_ns))
 			b->unc_ns = unc;
-		if (!b->have_stop && have_origin && jnum(v, "paused_at", &t)) {
+		if (!b->have_stop && have_origin && jinstant(v, "paused_at", &t)) {
 			b->stop_ns = (t - origin) * 1000;
 			b->have_stop = true;
 		}
-		if (!b->have_run && have_origin && jnum(v, "resumed_at", &t)) {
+		if (!b->have_run && have_origin && jinstant(v, "resumed_at", &t)) {
 			b->run_ns = (t - origin) * 1000;
 			b->have_run = true;
-			b->source = b->source ?: "libvirt wall clock";
+			b->source = b->source ?: "libvirt-wallclock";
 		}
 		n++;
 	}
@@ -337,13 +345,12 @@ static void draw_boot_gaps(FILE *f, const Scale *s, json_object *r, double y) {
 		json_object *g = json_object_array_get_idx(gaps, i);
 		char label[32], tip[512];
 
-		if (!jnum(g, "start_us", &a) || !jnum(g, "end_us", &b))
+		if (!jnum(g, "start_ns", &a) || !jnum(g, "end_ns", &b))
 			continue;
 		snprintf(label, sizeof(label), "#%zu", i + 1);
 		snprintf(tip, sizeof(tip), "boot gap #%zu: %.3f s before \"%s\"", i + 1,
-		         (b - a) / 1e6, strna(cli_jstr(g, "message")));
-		bar(f, s, origin + a * 1000, origin + b * 1000, y, "boot-gap", "#9c755f", label,
-		    tip, LABEL_NONE);
+		         (b - a) / 1e9, strna(cli_jstr(g, "message")));
+		bar(f, s, origin + a, origin + b, y, "boot-gap", "#9c755f", label, tip, LABEL_NONE);
 	}
 }
 
@@ -429,8 +436,8 @@ static void draw_svg(FILE *f, json_object *r, const VmBar *vms, size_t n_vms) {
 			widen(&s, vms[i].run_ns + vms[i].unc_ns);
 	}
 	if (jnum(cli_jobj(r, "timebase"), "new_origin_ns", &origin) &&
-	    jnum(cli_jobj(r, "boot"), "init_us", &v))
-		widen(&s, origin + v * 1000);
+	    jnum(cli_jobj(r, "boot"), "init_ns", &v))
+		widen(&s, origin + v);
 	if (!(s.hi - s.lo > 1e6))
 		s.hi = s.lo + 1e9;
 	v = (s.hi - s.lo) * 0.02;
@@ -505,6 +512,15 @@ static void summary(FILE *f, json_object *r) {
 	fputs(", timebase ", f);
 	esc(f, strna(cli_jstr(tb, "timebase")));
 	fprintf(f, " +- %s.", secs(tb, "uncertainty_ns", a));
+	fputs("<br>Started ", f);
+	esc(f, strna(cli_jstr(r, "started_at")));
+	fputs(", finished ", f);
+	esc(f, strna(cli_jstr(r, "finished_at")));
+	fputs(", machine ", f);
+	esc(f, strna(cli_jstr(cli_jobj(r, "host"), "machine_id")));
+	fputs(", upgraded ", f);
+	esc(f, strna(cli_jstr(cli_jobj(r, "daemon"), "version")));
+	fputs(".", f);
 	if (cli_jstr(r, "reason")) {
 		fputs(" Failed: ", f);
 		esc(f, cli_jstr(r, "reason"));
@@ -514,15 +530,6 @@ static void summary(FILE *f, json_object *r) {
 	        "timebase uncertainty).</p>\n",
 	        secs(tot, "host_blackout_ns", a), secs(tot, "max_vm_downtime_ns", b),
 	        secs(tot, "median_vm_downtime_ns", c));
-}
-
-static const char *usecs(json_object *o, const char *k, char buf[static 32]) {
-	double v;
-
-	if (!jnum(o, k, &v))
-		return "n/a";
-	snprintf(buf, 32, "%.3f s", v / 1e6);
-	return buf;
 }
 
 /* The boot gaps drawn (#1 is the largest) with the kernel message that ended each. */
@@ -539,8 +546,8 @@ static void boot_gap_table(FILE *f, json_object *r) {
 		snprintf(a, sizeof(a), "%zu", i + 1);
 		fputs("<tr>", f);
 		cell(f, "n", a);
-		cell(f, "n", usecs(g, "gap_us", a));
-		cell(f, "n", usecs(g, "start_us", b));
+		cell(f, "n", secs(g, "gap_ns", a));
+		cell(f, "n", secs(g, "start_ns", b));
 		cell(f, NULL, strna(cli_jstr(g, "message")));
 		fputs("</tr>\n", f);
 	}

@@ -10,18 +10,6 @@
 #include "string-util.h"
 #include "terminal.h"
 
-static void format_usec(uint64_t usec, char *buf, size_t size) {
-	time_t t = (time_t)(usec / 1000000);
-	struct tm tm;
-
-	if (usec == 0 || !gmtime_r(&t, &tm)) {
-		snprintf(buf, size, "n/a");
-		return;
-	}
-	size_t n = strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(buf + n, size - n, ".%06" PRIu64 " UTC", usec % 1000000);
-}
-
 /* ns -> "1.234 s" / "12.345 ms"; "n/a" for null (a figure that was not measured). */
 static const char *format_ns(json_object *v, char *buf, size_t size) {
 	int64_t ns;
@@ -74,8 +62,8 @@ static void print_clocks(FILE *f, json_object *o) {
 		n++;
 		if (json_object_get_boolean(cli_jobj(c, "synced")))
 			fprintf(f, "synced in %.3f ms, was %.3f s behind\n",
-			        (double)json_object_get_int64(cli_jobj(c, "sync_time")) / 1e3,
-			        (double)json_object_get_int64(cli_jobj(c, "behind")) / 1e6);
+			        (double)json_object_get_int64(cli_jobj(c, "sync_ns")) / 1e6,
+			        (double)json_object_get_int64(cli_jobj(c, "behind_ns")) / 1e9);
 		else
 			fprintf(f, "not synced: %s\n", strna(cli_jstr(c, "reason")));
 	}
@@ -187,6 +175,17 @@ static void print_critical_path(FILE *f, json_object *o) {
 	}
 }
 
+/* A list of reasons {code, severity, text}, one per line, the first after label. */
+static void print_reasons(FILE *f, const char *label, json_object *reasons) {
+	for (size_t i = 0; i < cli_jarray_length(reasons); i++) {
+		json_object *r = json_object_array_get_idx(reasons, i);
+
+		fprintf(f, "%19s%s %s: %s: %s\n", i == 0 ? label : "", i == 0 && *label ? ":" : " ",
+		        strna(cli_jstr(r, "severity")), strna(cli_jstr(r, "code")),
+		        strna(cli_jstr(r, "text")));
+	}
+}
+
 /* How the old kernel went down, and why ([Handoff] Shutdown=). */
 static void print_shutdown(FILE *f, json_object *sd) {
 	json_object *why = cli_jarray(sd, "reasons");
@@ -197,9 +196,7 @@ static void print_shutdown(FILE *f, json_object *sd) {
 	fprintf(f, "%19s: %s%s%s\n", "Shutdown", strna(mode),
 	        !streq_ptr(mode, asked) ? ", asked: " : "",
 	        !streq_ptr(mode, asked) ? strna(asked) : "");
-	for (size_t i = 0; i < cli_jarray_length(why); i++)
-		fprintf(f, "%19s  %s\n", "",
-		        strna(json_object_get_string(json_object_array_get_idx(why, i))));
+	print_reasons(f, "", why);
 }
 
 /* The units held back on the new kernel's boot until the restore ([Restore]
@@ -217,24 +214,47 @@ static void print_deferred(FILE *f, json_object *d) {
 	        streq_ptr(cli_jstr(d, "released_after"), "restore") ? "restore" : "failed restore");
 }
 
-void report_print(json_object *o, FILE *f) {
-	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
-	char buf[32];
+/* The update, its result, when, where and by which daemon. */
+static void print_header(FILE *f, json_object *o) {
+	json_object *host = cli_jobj(o, "host");
 
 	fprintf(f, "%19s: %s\n", "Update", strna(cli_jstr(o, "id")));
 	fprintf(f, "%19s: %s%s%s%s%s\n", "Result",
 	        term_color(f, term_color_of_state(cli_jstr(o, "result"))),
 	        strna(cli_jstr(o, "result")), cli_jstr(o, "reason") ? ": " : "",
 	        strempty(cli_jstr(o, "reason")), term_normal(f));
-	a = cli_jarray(o, "stamps");
-	if (cli_jarray_length(a) > 0) {
-		char when[64];
-		json_object *last = json_object_array_get_idx(a, cli_jarray_length(a) - 1);
+	fprintf(f, "%19s: %s\n", "Started", strna(cli_jstr(o, "started_at")));
+	fprintf(f, "%19s: %s\n", "Finished", strna(cli_jstr(o, "finished_at")));
+	fprintf(f, "%19s: %s (machine %s)\n", "Host", strna(cli_jstr(host, "hostname")),
+	        strna(cli_jstr(host, "machine_id")));
+	fprintf(f, "%19s: %s (report schema %" PRId64 ")\n", "Daemon",
+	        strna(cli_jstr(cli_jobj(o, "daemon"), "version")),
+	        json_object_get_int64(cli_jobj(o, "schema")));
+}
 
-		format_usec(json_object_get_uint64(cli_jobj(last, "realtime_usec")), when,
-		            sizeof(when));
-		fprintf(f, "%19s: %s\n", "Finished", when);
+/* Each VM's one downtime, with its source. */
+static void print_vm_downtimes(FILE *f, json_object *o) {
+	json_object *vms = cli_jarray(o, "vms");
+	char a[32], b[32];
+
+	for (size_t i = 0; i < cli_jarray_length(vms); i++) {
+		json_object *v = json_object_array_get_idx(vms, i), *d = cli_jobj(v, "downtime");
+		json_object *unc = cli_jobj(d, "uncertainty_ns");
+
+		fprintf(f, "%19s%s %s %s", i == 0 ? "VM downtime" : "", i == 0 ? ":" : " ",
+		        strna(cli_jstr(v, "name")), format_ns(cli_jobj(d, "ns"), a, sizeof(a)));
+		if (unc && json_object_is_type(unc, json_type_int))
+			fprintf(f, " +- %s", format_ns(unc, b, sizeof(b)));
+		fprintf(f, " (%s)\n", strna(cli_jstr(d, "source")));
 	}
+}
+
+/* A report of schema 2 (schema 1: report_upgrade() first) for people. */
+void report_print(json_object *o, FILE *f) {
+	json_object *k, *h, *b, *t, *tot, *a, *boot, *purg;
+	char buf[32];
+
+	print_header(f, o);
 	k = cli_jobj(o, "old_kernel");
 	fprintf(f, "%19s: %s\n", "Old kernel", strna(cli_jstr(k, "version")));
 	k = cli_jobj(o, "new_kernel");
@@ -246,10 +266,7 @@ void report_print(json_object *o, FILE *f) {
 	        json_object_get_boolean(cli_jobj(b, "test_only")) ? " (TEST ONLY)" : "");
 	h = cli_jobj(o, "handoff");
 	fprintf(f, "%19s: %s\n", "Mode", strna(cli_jstr(h, "mode")));
-	a = cli_jarray(h, "reasons");
-	for (size_t i = 0; i < cli_jarray_length(a); i++)
-		fprintf(f, "%19s%s %s\n", i == 0 ? "Why" : "", i == 0 ? ":" : " ",
-		        strna(json_object_get_string(json_object_array_get_idx(a, i))));
+	print_reasons(f, "Why", cli_jarray(h, "reasons"));
 	print_shutdown(f, cli_jobj(h, "shutdown"));
 	print_deferred(f, cli_jobj(o, "deferred_units"));
 
@@ -284,14 +301,14 @@ void report_print(json_object *o, FILE *f) {
 	if (boot && json_object_is_type(boot, json_type_object)) {
 		json_object *g = cli_jarray(boot, "gaps"),
 		            *g0 = cli_jarray_length(g) > 0 ? json_object_array_get_idx(g, 0) : NULL;
-		json_object *init = cli_jobj(boot, "init_us");
+		json_object *init = cli_jobj(boot, "init_ns");
 
 		if (init)
 			fprintf(f, "%19s: %.3f s after the kernel started\n", "Init started",
-			        (double)json_object_get_int64(init) / 1e6);
+			        (double)json_object_get_int64(init) / 1e9);
 		if (g0)
 			fprintf(f, "%19s: %.3f ms before \"%s\"\n", "Largest boot gap",
-			        (double)json_object_get_int64(cli_jobj(g0, "gap_us")) / 1e3,
+			        (double)json_object_get_int64(cli_jobj(g0, "gap_ns")) / 1e6,
 			        strna(cli_jstr(g0, "message")));
 	}
 	a = cli_jarray(o, "missing");
@@ -300,6 +317,7 @@ void report_print(json_object *o, FILE *f) {
 		fprintf(f, "%19s%s %s: %s\n", i == 0 ? "Missing" : "", i == 0 ? ":" : " ",
 		        strna(cli_jstr(m, "figure")), strna(cli_jstr(m, "reason")));
 	}
+	print_vm_downtimes(f, o);
 	print_clocks(f, o);
 	print_timeline(f, o);
 	print_critical_path(f, o);

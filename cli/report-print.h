@@ -2,7 +2,8 @@
 #pragma once
 
 /*
- * `upgradectl report`: a downtime report (docs/report.schema.json) as text. The report comes
+ * `upgradectl report`: a downtime report (docs/report.schema.json, schema 2: a schema-1 file is
+ * upgraded first, report_upgrade()) as text. The report comes
  * from the daemon (GetReport) and is only trusted to be JSON: any shape prints, fields that
  * are missing or of another type print as "n/a".
  */

@@ -17,6 +17,7 @@
 #include "policy.h"
 #include "report-html.h"
 #include "report-print.h"
+#include "report-schema.h"
 #include "string-util.h"
 #include "terminal.h"
 #include "upgrade-bus.h"
@@ -277,6 +278,14 @@ int verb_report(sd_bus *bus, char **args, unsigned n) {
 		cli_json_print(o, arg_json, stdout);
 		return EXIT_OK;
 	}
+	/* People read schema 2: a schema-1 report (written before it) is mapped onto it. */
+	r = report_upgrade(o, NULL);
+	if (r == -EPROTONOSUPPORT)
+		return cli_fail_bus("Report of a schema this upgradectl does not know (newer?); "
+		                    "--json prints it",
+		                    NULL, r);
+	if (r < 0)
+		return cli_fail_bus("Bad report", NULL, r);
 	if (arg_html) {
 		r = report_html_write(o, arg_output);
 		return r < 0 ? cli_fail_bus("Cannot write the HTML report", NULL, r) : EXIT_OK;

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Validates report files against docs/report.schema.json.
+"""Validates report files against docs/report.schema.json (schema 2: what the daemon
+writes; "schema": 1 is refused) or, for the schema-1 fixtures, docs/report-1.schema.json.
 
 usage: validate-report.py SCHEMA REPORT...   (exit 0 valid, 1 invalid, 2 usage)"""
 import json

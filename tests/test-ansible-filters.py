@@ -21,12 +21,28 @@ def update(uid, state, kernel="/boot/k", initrd=None, reuse=True, cmdline="", bo
             "cmdline": cmdline, "booted_kernel": booted}
 
 
-def report(vms, est=None, result="success", booted="6.1", new="6.1"):
-    return {"id": "00000000000000aa", "result": result, "reason": None if result == "success" else "x",
+def report1(vms, est=None, result="success", booted="6.1", new="6.1"):
+    """Schema 1: libvirt's figure in vms[] (us), the estimate in vm_downtime[]."""
+    return {"schema": 1, "id": "00000000000000aa", "result": result,
+            "reason": None if result == "success" else "x",
             "booted_kernel": booted, "new_kernel": {"version": new},
             "vms": [{"name": n, "downtime": us} for n, us in vms],
             "vm_downtime": [{"name": n, "downtime_ns": ns, "downtime_source": "probe",
                              "uncertainty_ns": 1000} for n, ns in (est or [])]}
+
+
+def report(vms, est=None, result="success", booted="6.1", new="6.1"):
+    """Schema 2 (what the daemon writes): one downtime per VM, chosen as the daemon does."""
+    r = report1(vms, est, result, booted, new)
+    e = {n: ns for n, ns in (est or [])}
+    r["schema"] = 2
+    del r["vm_downtime"]
+    r["vms"] = [{"name": n, "downtime": (
+        {"ns": e[n], "source": "probe", "uncertainty_ns": 1000} if e.get(n) is not None
+        else {"ns": us * 1000, "source": "libvirt-wallclock", "uncertainty_ns": None}
+        if us is not None else {"ns": None, "source": None, "uncertainty_ns": None})}
+        for n, us in vms]
+    return r
 
 
 class StagePlan(unittest.TestCase):
@@ -74,6 +90,13 @@ class Verdict(unittest.TestCase):
         v = f.upgraded_verdict(report([("a", 9_000_000)], est=[("a", 500_000_000)]), "done", 1)
         self.assertTrue(v["ok"])
         self.assertEqual((v["worst_ns"], v["vms"][0]["source"]), (500_000_000, "probe"))
+
+    def test_schema1_reads_the_same(self):
+        for est in (None, [("a", 500_000_000)]):
+            one = f.upgraded_verdict(report1([("a", 9_000_000)], est=est), "done", 1)
+            two = f.upgraded_verdict(report([("a", 9_000_000)], est=est), "done", 1)
+            self.assertEqual(one, two)
+        self.assertEqual(f.upgraded_vm_downtimes(report1([("a", None)]))[0]["ns"], None)
 
     def test_unknown_downtime(self):
         r = report([("a", None)])

@@ -6,9 +6,34 @@
  * record hit the disk; the context is dropped and a new one loads and recovers
  * from disk, as a restarted daemon would.
  */
+#include "config.h"
 #include "context-test-util.h"
 #include "defer-units.h"
 #include "fileio.h"
+#include "json-util.h"
+#include "report-schema.h"
+
+/* Schema 2's identity: the machine id below the daemon's root, its version, ISO times. */
+static void assert_report_identity(const char *text, const char *machine_id) {
+	_cleanup_(json_object_putp) json_object *o = json_tokener_parse(text);
+	json_object *host, *daemon, *v;
+	uint64_t started, finished;
+
+	assert_non_null(o);
+	assert_true(json_object_object_get_ex(o, "schema", &v));
+	assert_int_equal(json_object_get_int(v), 2);
+	assert_true(json_object_object_get_ex(o, "host", &host));
+	assert_true(json_object_object_get_ex(host, "machine_id", &v));
+	assert_string_equal(json_object_get_string(v), machine_id);
+	assert_true(json_object_object_get_ex(o, "daemon", &daemon));
+	assert_true(json_object_object_get_ex(daemon, "version", &v));
+	assert_string_equal(json_object_get_string(v), PACKAGE_VERSION);
+	assert_true(json_object_object_get_ex(o, "started_at", &v));
+	assert_int_equal(report_iso_parse(json_object_get_string(v), &started), 0);
+	assert_true(json_object_object_get_ex(o, "finished_at", &v));
+	assert_int_equal(report_iso_parse(json_object_get_string(v), &finished), 0);
+	assert_true(started > 0 && started <= finished);
+}
 
 static void test_context_stage_commit_complete(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
@@ -54,6 +79,9 @@ static void test_context_stage_commit_complete(void **state) {
 	assert_true(asprintf(&dropin, "%s/run/systemd/generator/apt-daily.timer.d/%s", w->root,
 	                     DEFER_DROPIN_NAME) > 0);
 	assert_int_equal(write_file_atomic(dropin, "", 0, 0644), 0);
+	assert_int_equal(test_write_file(w->root, "/etc/machine-id",
+	                                 "00112233445566778899aabbccddeeff\n", 0444),
+	                 0);
 	c = boot(w, NEW_KERNEL, BOOT_B, true);
 	u = context_find(c, id);
 	assert_int_equal(u->state, UPDATE_DONE);
@@ -71,6 +99,7 @@ static void test_context_stage_commit_complete(void **state) {
 	assert_non_null(strstr(report, "\"deferred_units\""));
 	assert_non_null(strstr(report, "\"apt-daily.timer\""));
 	assert_report_valid(w, id);
+	assert_report_identity(report, "00112233445566778899aabbccddeeff");
 	context_free(c);
 
 	/* Another start changes nothing. */

@@ -19,6 +19,7 @@
 
 #include "context-private.h" /* the tests look inside the state machine */
 #include "daemon-test-util.h"
+#include "json-util.h"
 #include "measure.h"
 #include "path-util.h"
 #include "probe-open-bounded.h"
@@ -93,9 +94,16 @@ static const char kmsg[] = "6,0,0,-;Linux version 6.1.0-57-cloud-amd64\n"
                            "6,3,301200,-;ACPI: stall ended here\n"
                            "6,4,400000,-;Run /sbin/init as init process\n";
 
-static void validate(const char *root, json_object *o) {
+/* The report as written (schema 2: report_finish() on a copy; the tests read the assembled
+ * layout) holds to docs/report.schema.json. */
+static void validate(const char *root, json_object *assembled) {
 	_cleanup_free_ char *path = NULL, *cmd = NULL;
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	_cleanup_json_ json_object *o = NULL;
+	const char *text;
+
+	assert_int_equal(json_object_deep_copy(assembled, &o, NULL), 0);
+	assert_int_equal(report_finish(o, root), 0);
+	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 
 	assert_true(asprintf(&path, "%s/report.json", root) > 0);
 	assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);

@@ -99,11 +99,34 @@ static void test_metrics_lab_report(void **state) {
 	assert_non_null(strstr(t, "upgraded_last_update_purgatory_verify_seconds 3.533417695\n"));
 	assert_non_null(strstr(t, "upgraded_last_update_purgatory_verified_bytes 29501955\n"));
 	assert_non_null(strstr(t, "upgraded_last_update_vms 2\n"));
-	assert_non_null(strstr(t, "upgraded_last_update_start_timestamp_seconds 17959978"));
+	/* started_at: the first stamp (staged) */
+	assert_non_null(
+	        strstr(t, "upgraded_last_update_start_timestamp_seconds 1795997794.337017\n"));
 	assert_non_null(strstr(t, "upgraded_last_update_finish_timestamp_seconds 17959979"));
 }
 
-/* A failed update measured nothing: its null figures have no sample at all (never 0). */
+/* A report in schema 1 (an older daemon's) and the same in schema 2 make the same text. */
+static void test_metrics_schema1_and_2_alike(void **state) {
+	static const char *const seeds[] = { "lab-measured", "failed-rollback", "lab-critical-path",
+		                             "clock-sync" };
+
+	for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {
+		_cleanup_free_ char *n1 = NULL, *n2 = NULL, *t1 = NULL, *t2 = NULL;
+		_cleanup_(json_object_putp) json_object *one = NULL, *two = NULL;
+
+		assert_true(asprintf(&n1, "seed-%s.json", seeds[i]) > 0);
+		assert_true(asprintf(&n2, "seed2-%s.json", seeds[i]) > 0);
+		one = fixture(n1);
+		two = fixture(n2);
+		t1 = format(idle_describe, one);
+		t2 = format(idle_describe, two);
+		assert_non_null(strstr(t2, "upgraded_last_update_info{"));
+		assert_string_equal(t1, t2);
+	}
+}
+
+/* A failed update measured nothing across a kexec: its null figures have no sample at all
+ * (never 0); the VMs' downtime is libvirt's wall clock (rolled back on the old kernel). */
 static void test_metrics_failed_report_leaves_out_nulls(void **state) {
 	_cleanup_(json_object_putp) json_object *r = fixture("seed-failed-rollback.json");
 	_cleanup_free_ char *t = format(idle_describe, r);
@@ -112,13 +135,15 @@ static void test_metrics_failed_report_leaves_out_nulls(void **state) {
 	assert_non_null(strstr(t, "upgraded_last_update_success 0\n"));
 	assert_non_null(strstr(t, ",result=\"failed\","));
 	assert_null(strstr(t, "host_blackout"));
-	assert_null(strstr(t, "max_vm_downtime"));
-	assert_null(strstr(t, "upgraded_last_update_vm_downtime_seconds"));
+	assert_non_null(strstr(t, "upgraded_last_update_max_vm_downtime_seconds 2.020031\n"));
+	assert_non_null(strstr(t, "upgraded_last_update_median_vm_downtime_seconds 1.816542\n"));
+	assert_non_null(strstr(t, "upgraded_last_update_vm_downtime_seconds{vm=\"vm-b\","
+	                          "source=\"libvirt-wallclock\"} 2.020031\n"));
 	assert_null(strstr(t, "purgatory_verify_seconds"));
 	assert_non_null(strstr(t, "upgraded_last_update_purgatory_verified_bytes 68096\n"));
-	/* commit-requested 1795998096045946 us, failed 1795998098272129 us */
+	/* staged 1795998095544964 us (the first stamp), failed 1795998098272129 us */
 	assert_non_null(
-	        strstr(t, "upgraded_last_update_start_timestamp_seconds 1795998096.045946\n"));
+	        strstr(t, "upgraded_last_update_start_timestamp_seconds 1795998095.544964\n"));
 	assert_non_null(
 	        strstr(t, "upgraded_last_update_finish_timestamp_seconds 1795998098.272129\n"));
 }
@@ -137,15 +162,15 @@ static void test_metrics_staged_no_report(void **state) {
 	assert_null(strstr(t, "upgraded_last_update"));
 }
 
-/* Schema 2's ISO times win over the stamps; label values escape \, " and line feeds;
- * per-VM downtime inside vms[] when there is no vm_downtime[]. */
+/* Schema 2: the ISO times, each VM's one downtime inside vms[]; label values escape \, "
+ * and line feeds. */
 static void test_metrics_iso_times_and_escaping(void **state) {
 	_cleanup_(json_object_putp) json_object *r = json_tokener_parse(
-	        "{\"id\":\"a\\\\b\",\"result\":\"success\",\"started_at\":\"2026-12-01T15:04:47."
-	        "5Z\",\"finished_at\":\"2026-12-01T15:05:00Z\",\"stamps\":[{\"name\":\"commit-"
-	        "requested\",\"realtime_usec\":5}],\"vms\":[{\"name\":\"x\\ny\",\"downtime_ns\":"
-	        "-1500000,\"downtime_source\":\"marks\"}],\"totals\":{\"host_blackout_ns\":"
-	        "1000000000}}");
+	        "{\"schema\":2,\"id\":\"a\\\\b\",\"result\":\"success\",\"started_at\":"
+	        "\"2026-12-01T15:04:47.5Z\",\"finished_at\":\"2026-12-01T15:05:00Z\",\"stamps\":"
+	        "[{\"name\":\"commit-requested\",\"at\":\"2026-12-01T15:04:48Z\"}],\"vms\":[{"
+	        "\"name\":\"x\\ny\",\"downtime\":{\"ns\":-1500000,\"source\":\"marks\"}}],"
+	        "\"totals\":{\"host_blackout_ns\":1000000000}}");
 	_cleanup_free_ char *t = format(idle_describe, r);
 
 	assert_families_declared(t);
@@ -158,9 +183,9 @@ static void test_metrics_iso_times_and_escaping(void **state) {
 
 /* Whatever JSON the documents hold (wrong types, not objects), the text is made. */
 static void test_metrics_odd_shapes(void **state) {
-	_cleanup_(json_object_putp) json_object *r =
-	        json_tokener_parse("{\"totals\":[1],\"vm_downtime\":{\"x\":1},\"vms\":7,"
-	                           "\"stamps\":[3,{\"name\":7}],\"purgatory\":\"x\"}");
+	_cleanup_(json_object_putp) json_object *r = json_tokener_parse(
+	        "{\"schema\":1,\"totals\":[1],\"vm_downtime\":{\"x\":1},\"vms\":7,"
+	        "\"stamps\":[3,{\"name\":7}],\"purgatory\":\"x\"}");
 	_cleanup_free_ char *t1 = format("[1,2]", r), *t2 = NULL;
 
 	assert_families_declared(t1);
@@ -200,6 +225,7 @@ static void test_metrics_write(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metrics_lab_report),
+		cmocka_unit_test(test_metrics_schema1_and_2_alike),
 		cmocka_unit_test(test_metrics_failed_report_leaves_out_nulls),
 		cmocka_unit_test(test_metrics_staged_no_report),
 		cmocka_unit_test(test_metrics_iso_times_and_escaping),

@@ -197,6 +197,9 @@ int context_write_report(Context *c, Update *u) {
 			log_warning_errno(r, "Measurement of update %s incomplete, ignoring: %m",
 			                  u->id);
 	}
+	r = report_finish(o, context_root(c));
+	if (r < 0)
+		return log_error_errno(r, "Failed to complete the report of update %s: %m", u->id);
 	r = context_report_path(c, u->id, &path);
 	if (r < 0)
 		return r;

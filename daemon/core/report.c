@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <systemd/sd-journal.h>
 
+#include "config.h"
 #include "log.h"
 #include "macros.h"
+#include "report-schema.h"
 #include "report.h"
 #include "string-util.h"
 
@@ -16,6 +19,16 @@ int (*report_journal_sender)(const struct iovec *iov, int n) = sd_journal_sendv;
 
 static void add_str(json_object *o, const char *k, const char *v) {
 	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+}
+
+/* A copy of a section the update keeps (the report is mapped onto schema 2 in place,
+ * report_finish(): the update's own records must not change); NULL stays NULL. */
+static json_object *copy_of(json_object *o) {
+	json_object *c = NULL;
+
+	if (o && json_object_deep_copy(o, &c, NULL) < 0)
+		return NULL;
+	return c;
 }
 
 static const char *boot_of(const Update *u, const char *name) {
@@ -105,7 +118,7 @@ static void add_host_backend_handoff(json_object *o, const Update *u, bool backe
 	json_object_object_add(h, "reasons", reasons_array(u->handoff_reason));
 	/* The old kernel's way down (handoff-shutdown.h); null when the update never got
 	 * that far, or was handed off before the decision existed. */
-	json_object_object_add(h, "shutdown", u->shutdown ? json_object_get(u->shutdown) : NULL);
+	json_object_object_add(h, "shutdown", copy_of(u->shutdown));
 }
 
 /* The old and the new kernel, and the initrd (null without one). */
@@ -222,7 +235,7 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	o = json_object_new_object();
 	if (!o)
 		return -ENOMEM;
-	json_object_object_add(o, "schema", json_object_new_int(REPORT_SCHEMA_VERSION));
+	json_object_object_add(o, "schema", json_object_new_int(REPORT_SCHEMA_ASSEMBLED));
 	add_str(o, "id", u->id);
 	add_str(o, "result", result);
 	add_str(o, "reason", u->error);
@@ -242,18 +255,34 @@ int report_build(const Update *u, bool backend_test_only, json_object **ret) {
 	add_unmeasured(o, u);
 
 	/* ---- VMs and the policy's decisions (daemon/vm/vm-steps*.c) ---- */
-	json_object_object_add(o, "vms",
-	                       u->vms ? json_object_get(u->vms) : json_object_new_array());
-	json_object_object_add(o, "decisions", u->decisions ? json_object_get(u->decisions) : NULL);
+	json_object_object_add(o, "vms", u->vms ? copy_of(u->vms) : json_object_new_array());
+	json_object_object_add(o, "decisions", copy_of(u->decisions));
 	/* ---- end of VMs ---- */
 	/* The units held back until the restore ([Restore] DeferUntilRestored=): only on a
 	 * boot that held some back. */
 	if (u->deferred)
-		json_object_object_add(o, "deferred_units", json_object_get(u->deferred));
+		json_object_object_add(o, "deferred_units", copy_of(u->deferred));
 	add_unmeasured_totals(o);
 
 	*ret = o;
 	return 0;
+}
+
+int report_finish(json_object *report, const char *root) {
+	_cleanup_free_ char *machine_id = NULL;
+	struct timespec now;
+	int r;
+
+	r = report_read_machine_id(root, &machine_id);
+	if (r < 0)
+		log_debug_errno(r, "Cannot read /etc/machine-id, the report says null: %m");
+	clock_gettime(CLOCK_REALTIME, &now);
+	return report_upgrade(report, &(ReportIdentity){
+	                                      .machine_id = machine_id,
+	                                      .version = PACKAGE_VERSION,
+	                                      .written_usec = (uint64_t)now.tv_sec * 1000000 +
+	                                                      (uint64_t)now.tv_nsec / 1000,
+	                              });
 }
 
 static json_object *get(json_object *o, const char *a, const char *b) {

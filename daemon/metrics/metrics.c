@@ -12,6 +12,7 @@
 #include "json-util.h"
 #include "macros.h"
 #include "metrics.h"
+#include "report-schema.h"
 
 /* Every state Describe() reports as "State" (idle, or the active update's). */
 static const char *const daemon_states[] = { "idle", "staged", "committing", "completing" };
@@ -132,33 +133,6 @@ static void stateset(FILE *f, const char *name, const char *help, const char *la
 
 /* ---- the time of an update ---- */
 
-/* "2026-12-01T15:04:47.123456Z" -> usec since the epoch. */
-static bool parse_iso_utc(const char *s, int64_t *ret_usec) {
-	struct tm tm = {};
-	int64_t frac = 0, scale = 1000000;
-	const char *p;
-	time_t t;
-
-	if (!s)
-		return false;
-	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!p)
-		return false;
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			if (scale > 1) {
-				scale /= 10;
-				frac += (*p - '0') * scale;
-			}
-	if (!streq(p, "Z") && !streq(p, "+00:00"))
-		return false;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return false;
-	*ret_usec = (int64_t)t * 1000000 + frac;
-	return true;
-}
-
 /* The realtime of the stamp called name in stamps (NULL: the last one). */
 static bool stamp_usec(json_object *stamps, const char *name, int64_t *ret) {
 	for (size_t i = jlen(stamps); i > 0; i--) {
@@ -171,16 +145,14 @@ static bool stamp_usec(json_object *stamps, const char *name, int64_t *ret) {
 	return false;
 }
 
-/* Start: the commit request; finish: the report's last stamp. Schema 2's ISO
- * times win where present. */
-static void update_times(json_object *report, bool *ret_has_start, int64_t *ret_start,
-                         bool *ret_has_end, int64_t *ret_end) {
-	json_object *stamps = jarray(report, "stamps");
+/* The report's ISO 8601 instant called key, as usec since the epoch. */
+static bool report_instant(json_object *report, const char *key, int64_t *ret_usec) {
+	uint64_t usec;
 
-	*ret_has_start = parse_iso_utc(jstr(report, "started_at"), ret_start) ||
-	                 stamp_usec(stamps, "commit-requested", ret_start);
-	*ret_has_end = parse_iso_utc(jstr(report, "finished_at"), ret_end) ||
-	               stamp_usec(stamps, NULL, ret_end);
+	if (report_iso_parse(jstr(report, key), &usec) < 0 || usec > INT64_MAX)
+		return false;
+	*ret_usec = (int64_t)usec;
+	return true;
 }
 
 /* ---- sections ---- */
@@ -238,18 +210,18 @@ static void format_daemon(FILE *f, json_object *d, const char *version) {
 	           "When the update in progress was staged (Unix time).", has, t);
 }
 
-/* Per VM: schema 1's vm_downtime[], or the downtime inside each vms[] entry. */
+/* Per VM: the one downtime of each vms[] entry (schema 2), with its source. */
 static void format_vm_downtime(FILE *f, json_object *r) {
-	json_object *list = jarray(r, "vm_downtime") ?: jarray(r, "vms");
+	json_object *list = jarray(r, "vms");
 	const char *name = "upgraded_last_update_vm_downtime_seconds";
 	bool first = true;
 
 	for (size_t i = 0; i < jlen(list); i++) {
-		json_object *v = json_object_array_get_idx(list, i);
+		json_object *v = json_object_array_get_idx(list, i), *d = jget(v, "downtime");
 		char buf[48];
 		int64_t ns;
 
-		if (!jint(jget(v, "downtime_ns"), &ns) || !jstr(v, "name"))
+		if (!jint(jget(d, "ns"), &ns) || !jstr(v, "name"))
 			continue;
 		if (first)
 			family(f, name,
@@ -258,7 +230,7 @@ static void format_vm_downtime(FILE *f, json_object *r) {
 		first = false;
 		sample(f, name,
 		       (const char *const[]){ "vm", jstr(v, "name"), "source",
-		                              jstr(v, "downtime_source") ?: "unknown", NULL },
+		                              jstr(d, "source") ?: "unknown", NULL },
 		       fixed(ns, 9, buf));
 	}
 }
@@ -287,9 +259,10 @@ static void format_report(FILE *f, json_object *r) {
 	stateset(f, "upgraded_last_update_handoff_mode",
 	         "How the last update handed over to the new kernel: 1 for its mode.", "mode",
 	         handoff_modes, ELEMENTSOF(handoff_modes), jstr(jget(r, "handoff"), "mode"));
-	update_times(r, &has_start, &start, &has_end, &end);
+	has_start = report_instant(r, "started_at", &start);
+	has_end = report_instant(r, "finished_at", &end);
 	gauge_usec(f, "upgraded_last_update_start_timestamp_seconds",
-	           "When the last update's commit was requested (Unix time).", has_start, start);
+	           "When the last update started: its first stamp (Unix time).", has_start, start);
 	gauge_usec(f, "upgraded_last_update_finish_timestamp_seconds",
 	           "When the last update finished (Unix time).", has_end, end);
 	gauge_ns(f, "upgraded_last_update_host_blackout_seconds",
@@ -332,7 +305,8 @@ int metrics_format(json_object *describe, json_object *report, const char *versi
 	if (!f)
 		return -ENOMEM;
 	format_daemon(f, describe, version);
-	if (report && json_object_is_type(report, json_type_object))
+	/* A schema-1 report (written before schema 2) is read as schema 2. */
+	if (report && report_upgrade(report, NULL) >= 0)
 		format_report(f, report);
 	if (fclose(f) != 0) {
 		free(text);

@@ -21,7 +21,8 @@
 
 /* The textfile of describe (Describe()'s JSON object; NULL: not known) and
  * report (the last report; NULL: no update finished yet), in the Prometheus
- * text exposition format. version: the daemon's. */
+ * text exposition format. version: the daemon's. A schema-1 report is mapped onto
+ * schema 2 in place (report_upgrade()). */
 int metrics_format(json_object *describe, json_object *report, const char *version,
                    char **ret_text);
 

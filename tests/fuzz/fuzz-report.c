@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Fuzzes the readers of a downtime report (/var/lib/upgraded/reports/<id>.json, returned by
- * GetReport): `upgradectl report` prints it with report_print() (and report_html() with
- * --html), the daemon announces it in the
+ * GetReport): `upgradectl report` maps a schema-1 report onto schema 2 (report_upgrade())
+ * and prints it with report_print() (and report_html() with --html), the daemon announces it in the
  * journal with report_journal_fields(). Any JSON must print or be refused, never crash; every
  * journal field is KEY=value with an upper-case key.
  */
@@ -14,6 +14,7 @@
 #include "macros.h"
 #include "report-html.h"
 #include "report-print.h"
+#include "report-schema.h"
 #include "report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,8 +49,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	free(text);
 	if (!o)
 		return 0;
-	report_print(o, null);
+	report_print(o, null); /* whatever it is: the printers read any JSON */
 	report_html(o, null);
+	if (report_upgrade(o, NULL) >= 0) {
+		report_print(o, null);
+		report_html(o, null);
+	}
 	if (report_journal_fields(o, "/var/lib/upgraded/reports/0123456789abcdef.json", &fields) >=
 	    0) {
 		check_fields(fields);

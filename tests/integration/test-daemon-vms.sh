@@ -53,7 +53,7 @@ continued() { # continued VM BEFORE AFTER
         python3 - "$T/report-counters.json" "$1" "$2" "$3" "$read_before" "$read_after" <<'PY'
 import json, sys
 rep, vm, before, after, t0, t1 = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
-down = [v for v in json.load(open(rep))["vms"] if v["name"] == vm][0]["downtime"] / 1e6
+down = [v for v in json.load(open(rep))["vms"] if v["name"] == vm][0]["downtime"]["ns"] / 1e9
 ran = (t1 - t0) - down
 limit = int(ran * 18.2065) + 19
 print(f"# {vm}: +{after - before} ticks in {t1 - t0:.1f} s, down {down:.1f} s: at most {limit}")
@@ -65,8 +65,8 @@ check "vm-b continued its count" continued vm-b "$before_b" "$after_b"
 check "and keeps counting" bash -c "$(declare -f V counter wait_counter); URI='$URI' COUNTER_ADDR=$COUNTER_ADDR; wait_counter vm-a $((after_a + 5))"
 "$CTL" report --json >"$T/report.json"
 check "report validates against the schema" python3 "$VALIDATE" "$SCHEMA" "$T/report.json"
-check "report: both VMs resumed with a downtime" test "$(json "$T/report.json" "sorted((v['name'], v['result'], v['downtime'] > 0) for v in d['vms'])")" = "[('vm-a', 'resumed', True), ('vm-b', 'resumed', True)]"
-json "$T/report.json" "'\n'.join('# %s: saved %s bytes, save %.3f s, restore %.3f s, downtime %.3f s' % (v['name'], v['saved_bytes'], v['save_time']/1e6, v['restore_time']/1e6, v['downtime']/1e6) for v in d['vms'])"
+check "report: both VMs resumed with a downtime" test "$(json "$T/report.json" "sorted((v['name'], v['result'], v['downtime']['ns'] > 0) for v in d['vms'])")" = "[('vm-a', 'resumed', True), ('vm-b', 'resumed', True)]"
+json "$T/report.json" "'\n'.join('# %s: saved %s bytes, save %.3f s, restore %.3f s, downtime %.3f s' % (v['name'], v['saved_bytes'], v['save_ns']/1e9, v['restore_ns']/1e9, v['downtime']['ns']/1e9) for v in d['vms'])"
 echo "# commit start -> restored daemon up (external clock, includes the daemon restart): $(python3 -c "print('%.3f s' % ($t1 - $t0))")"
 # The vCPU probe on both "kernels" (root, BTF): the restored QEMU's vCPU thread is
 # tracked before the resume, and its first run is seen. Without a kexec both daemons
@@ -78,8 +78,11 @@ if [ -e /sys/kernel/btf/vmlinux ]; then
         check "probe: each VM's vCPU thread tracked on both kernels, first run after restore seen" \
                 python3 - "$T/report.json" <<'PY'
 import json, sys
+from datetime import datetime
 r = json.load(open(sys.argv[1]))
 vms = {v['name']: v for v in r['vms']}
+def at(s):  # schema 2's ISO 8601 UTC instant -> seconds
+    return datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 ok = True
 for k in ('old', 'new'):
     if not (r['probe'][k] or {}).get('available'):
@@ -98,7 +101,7 @@ for name in sorted(vms):
         print(f"# {name}: restore {m['restore']} window {new['window_ns']} first {first} resume {m['resume']}")
         ok = False
     probe_s = (first - last) / 1e9
-    libvirt_s = (vms[name]['resumed_at'] - vms[name]['paused_at']) / 1e6
+    libvirt_s = at(vms[name]['resumed_at']) - at(vms[name]['paused_at'])
     print(f"# {name}: probe downtime {probe_s:.3f} s, libvirt {libvirt_s:.3f} s, "
           f"resume returned {(m['resume'] - first) / 1e6:+.1f} ms after the first vCPU run")
     ok = ok and abs(probe_s - libvirt_s) <= 0.25

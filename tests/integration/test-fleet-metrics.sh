@@ -68,8 +68,10 @@ want = {
     "upgraded_last_update_uncertainty_seconds": r["totals"]["uncertainty_ns"],
     "upgraded_last_update_purgatory_verify_seconds": r["purgatory"]["verify_ns"],
 }
-for d in r["vm_downtime"]:
-    want['upgraded_last_update_vm_downtime_seconds{vm="%s",source="%s"}' % (d["name"], d["downtime_source"])] = d["downtime_ns"]
+for v in r["vms"]:
+    d = v["downtime"]
+    if d["ns"] is not None:
+        want['upgraded_last_update_vm_downtime_seconds{vm="%s",source="%s"}' % (v["name"], d["source"])] = d["ns"]
 bad = []
 for k, ns in want.items():
     if ns is None:

@@ -162,7 +162,7 @@ def check(results, own):
         fast = ((rep.get('handoff') or {}).get('shutdown') or {}).get('mode') == 'fast'
         # Without a unit to derive the cut from: the handoff stamp, right before the request.
         stamp = [s for s in rep.get('stamps') or [] if s.get('name') == 'handoff']
-        cut = stamp[0]['monotonic_usec'] * 1000 if stamp else 0
+        cut = stamp[0]['monotonic_ns'] if stamp else 0
         l, r = check_old(stops_path, cp['old_kernel'], fast, cut)
         lines, reasons = lines + l, reasons + r
     return lines, reasons

@@ -134,8 +134,8 @@ kv_same_ram_file() {
         [ "$(stat -c %i "$(kr_ram_file "$1")")" = "$(cat "$LAB_STATE/$1.ram-inode")" ]
 }
 
-# "strategy result saved_bytes start_attempts downtime save_time restore_time fallback"
-# (times in µs, "-" when absent; fallback "set" when the report gives a fallback_reason)
+# "strategy result saved_bytes start_attempts downtime save restore fallback"
+# (times in ns, report schema 2: downtime.ns, save_ns, restore_ns; "-" when absent; fallback "set" when the report gives a fallback_reason)
 # of VM $1 in the newest report.
 # No JSON tool in the lab host: the report is cut at , { } [ into "key":value lines; a
 # "name" line starts a record, its saved_bytes line closes what the check needs.
@@ -151,9 +151,9 @@ kv_report_vm() {
                 $1 == "result" { r = $2 }
                 $1 == "saved_bytes" && sb == "" { sb = $2; ss = s; rr = r }
                 $1 == "start_attempts" && sa == "" { sa = $2 }
-                $1 == "downtime" && dt == "" { dt = $2 }
-                $1 == "save_time" && st == "" { st = $2 }
-                $1 == "restore_time" && rt == "" { rt = $2 }
+                $1 == "ns" && dt == "" { dt = $2 }
+                $1 == "save_ns" && st == "" { st = $2 }
+                $1 == "restore_ns" && rt == "" { rt = $2 }
                 $1 == "fallback_reason" && fb == "" { fb = ($2 == "null") ? "-" : "set" }
                 function v(x) { return x == "" ? "-" : x }
                 END {
@@ -168,8 +168,8 @@ kv_report_kept() {
         local s r sb sa dt st rt fb line
         line=$(kv_report_vm "$1") || return 1
         read -r s r sb sa dt st rt fb <<<"$line"
-        line="strategy=$s result=$r saved_bytes=$sb start_attempts=$sa downtime_us=$dt"
-        line+=" save_time_us=$st restore_time_us=$rt fallback=$fb"
+        line="strategy=$s result=$r saved_bytes=$sb start_attempts=$sa downtime_ns=$dt"
+        line+=" save_ns=$st restore_ns=$rt fallback=$fb"
         # shellcheck disable=SC2086 # one k=v word each
         lab_marker kept-vm "$1" $line
         echo "$1 $line" >>"$LAB_RESULTS/keep-ram-vms.txt"

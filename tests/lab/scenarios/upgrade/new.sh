@@ -78,8 +78,9 @@ if [ -n "$kv_restored" ]; then
 else
         kv_restored=$(lab_journal_mono 32098ab1f2d2418596fb12f5a9b485d7)
 fi
-kv_released=$(grep -o '"name":"deferred-released","realtime_usec":[0-9]*,"monotonic_usec":[0-9]*' \
+kv_released=$(grep -o '"name":"deferred-released","at":"[^"]*","monotonic_ns":[0-9]*' \
         <<<"$kv_report" | sed 's/.*://')
+[ -z "$kv_released" ] || kv_released=$((kv_released / 1000))
 lab_check defer-handoff-mark grep -qw 'upgraded\.handoff=1' /proc/cmdline || ok=false
 lab_check defer-dropin-written \
         test -f /run/systemd/generator/lab-defer.timer.d/50-upgraded-defer.conf || ok=false

@@ -57,12 +57,9 @@ def upgraded_stage_plan(describe, kernel, initrd="", cmdline=None):
     return {"action": "stage", "id": None, "detail": "idle"}
 
 
-def upgraded_vm_downtimes(report):
-    """Each VM's downtime in ns with its source, from one report.
-
-    The cross-kexec estimate (vm_downtime[].downtime_ns: probe or marks, +- uncertainty_ns)
-    when the report has it; otherwise libvirt's wall-clock pause -> resume (vms[].downtime,
-    microseconds in schema 1; downtime_us when present). None when neither exists."""
+def _schema1_vm_downtimes(report):
+    """Schema 1: the cross-kexec estimate (vm_downtime[].downtime_ns) when the report has
+    it, else libvirt's wall-clock pause -> resume (vms[].downtime, microseconds)."""
     est = {d.get("name"): d for d in report.get("vm_downtime") or []}
     out = []
     for vm in report.get("vms") or []:
@@ -73,12 +70,30 @@ def upgraded_vm_downtimes(report):
                         "uncertainty_ns": d.get("uncertainty_ns"),
                         "source": d.get("downtime_source") or "estimate"})
             continue
-        us = vm.get("downtime_us", vm.get("downtime"))
+        us = vm.get("downtime")
         if isinstance(us, (int, float)) and not isinstance(us, bool):
             out.append({"vm": name, "ns": int(us) * 1000, "uncertainty_ns": None,
                         "source": "libvirt-wallclock"})
         else:
             out.append({"vm": name, "ns": None, "uncertainty_ns": None, "source": None})
+    return out
+
+
+def upgraded_vm_downtimes(report):
+    """Each VM's downtime in ns with its source, from one report (docs/report.md).
+
+    Schema 2: vms[].downtime {ns, source, uncertainty_ns}, the report's one figure per VM
+    (the cross-kexec estimate when computed, else libvirt's wall clock). Schema 1 reports
+    (written before) are read with the same rule. ns None: no figure."""
+    if report.get("schema", 1) == 1:
+        return _schema1_vm_downtimes(report)
+    out = []
+    for vm in report.get("vms") or []:
+        d = vm.get("downtime") or {}
+        ns = d.get("ns")
+        out.append({"vm": vm.get("name"),
+                    "ns": int(ns) if isinstance(ns, int) and not isinstance(ns, bool) else None,
+                    "uncertainty_ns": d.get("uncertainty_ns"), "source": d.get("source")})
     return out
 
 
