@@ -7,6 +7,9 @@
 #                   update replaces it and marks the slot; kdump-tools' stop leaves ours
 #                   alone; cancel gives kdump its image back (the daemon has systemd restart
 #                   kdump-tools.service)
+#   kd_rollback     old kernel, the VMs running: a commit that fails (libvirt's save directory
+#                   made immutable) rolls back, and the rollback gives kdump its image back
+#                   as cancel does; the VMs run on
 #   kd_crash_boot   staged kernel after the panic path: kdump-tools did not start on the
 #                   crash kernel (it would have saved a dump and rebooted), and kdump loaded
 #                   its crash image again on this boot
@@ -48,6 +51,29 @@ kd_old_kernel() {
         lab_check kdump-restored-by-cancel kd_record_restored "$id" || return 1
         lab_check kdump-ready-after-cancel kd_ready || return 1
         lab_check kdump-mark-gone test ! -e "$KD_MARK"
+}
+
+kd_rollback() {
+        local id rc=0 save=/var/lib/libvirt/qemu/save vm
+        upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
+                --reuse-cmdline >"$LAB_RESULTS/kdump-stage-failing.txt" 2>&1 || return 1
+        id=$(basename "$(ls -t /var/lib/upgraded/updates/*.json | head -n1)" .json)
+        lab_check kdump-replaced-before-rollback sh -c "[ \"\$(cat $KD_MARK)\" = '$id' ]" || return 1
+        mkdir -p "$save"
+        chattr +i "$save" || return 1
+        # Expected to fail: `|| rc=$?` keeps the caller's set -e from ending the scenario here.
+        upgradectl commit --wait >"$LAB_RESULTS/kdump-commit-failing.txt" 2>&1 || rc=$?
+        chattr -i "$save"
+        echo "exit=$rc" >>"$LAB_RESULTS/kdump-commit-failing.txt"
+        lab_check kdump-failing-commit-failed sh -c "[ $rc -ne 0 ] && grep -Eq '\"state\": ?\"failed\"' \
+                /var/lib/upgraded/updates/$id.json" || return 1
+        lab_check kdump-restored-by-rollback kd_record_restored "$id" || return 1
+        lab_check kdump-ready-after-rollback kd_ready || return 1
+        lab_check kdump-mark-gone-after-rollback test ! -e "$KD_MARK" || return 1
+        for vm in $(lab_counter_vms); do
+                lab_check "running-after-rollback-$vm" sh -c "[ \"\$(virsh -q domstate '$vm')\" = running ]" ||
+                        return 1
+        done
 }
 
 kd_crash_boot() {

@@ -53,6 +53,7 @@ for vm in $PANIC_MEMS; do
         stat -c %i "$(kr_ram_file "$vm")" >"$LAB_STATE/$vm.ram-inode"
 done
 lab_wait_counters 60 180
+kd_rollback || { lab_finish fail kdump-checks-failed; exit 1; }
 for vm in $(lab_counter_vms); do
         lab_marker counter-before "$vm" "$(lab_counter "$vm")"
 done
