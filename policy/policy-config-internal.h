@@ -27,6 +27,7 @@ typedef enum SettingKind {
 	SETTING_KEEP_RAM_FALLBACK, /* checkpoint, or none */
 	SETTING_SYNC_CLOCK,        /* a boolean, default yes */
 	SETTING_SHUTDOWN,          /* orderly, or fast */
+	SETTING_KDUMP_INITRD,      /* stage, or boot */
 	SETTING_GLOB_LIST,
 	SETTING_METADATA,
 	SETTING_SIZE_OR_NONE,

@@ -88,6 +88,7 @@ int policy_new_default(Policy **ret) {
 	p->allow_fast = false;
 	p->allow_taint = 0;
 	p->shutdown_fast = false;
+	p->kdump_initrd_at_boot = false;
 	if (set_default_roots(p) < 0)
 		return -ENOMEM;
 	p->window = (PolicyWindow){};

@@ -27,6 +27,7 @@ static const Setting settings[] = {
 	{ "Handoff", "AllowFast", SETTING_BOOL, false },
 	{ "Handoff", "AllowTaint", SETTING_TAINT, true },
 	{ "Handoff", "Shutdown", SETTING_SHUTDOWN, false },
+	{ "Handoff", "KdumpInitrd", SETTING_KDUMP_INITRD, false },
 	{ "Paths", "AllowedRoots", SETTING_PATH_LIST, true },
 	{ "Commit", "MaintenanceWindow", SETTING_WINDOW, false },
 	{ "Commit", "MaxVMs", SETTING_COUNT, false },
@@ -410,6 +411,8 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 		return apply_either(c, s, value, "checkpoint", "none", &p->keep_ram_fallback);
 	case SETTING_SHUTDOWN:
 		return apply_either(c, s, value, "fast", "orderly", &p->shutdown_fast);
+	case SETTING_KDUMP_INITRD:
+		return apply_either(c, s, value, "boot", "stage", &p->kdump_initrd_at_boot);
 	case SETTING_GLOB_LIST:
 	case SETTING_METADATA:
 	case SETTING_SIZE_OR_NONE:
@@ -480,6 +483,9 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		break;
 	case SETTING_SHUTDOWN:
 		p->shutdown_fast = false;
+		break;
+	case SETTING_KDUMP_INITRD:
+		p->kdump_initrd_at_boot = false;
 		break;
 	case SETTING_KEEP_RAM_FALLBACK:
 		p->keep_ram_fallback = true;

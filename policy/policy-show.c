@@ -98,6 +98,8 @@ static const char *scalar_text(const Policy *p, const Setting *s, char num[stati
 		return p->sync_guest_clock ? "yes" : "no";
 	case SETTING_SHUTDOWN:
 		return p->shutdown_fast ? "fast" : "orderly";
+	case SETTING_KDUMP_INITRD:
+		return p->kdump_initrd_at_boot ? "boot" : "stage";
 	default:
 		return "";
 	}

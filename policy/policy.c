@@ -734,6 +734,8 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	             json_object_new_string(policy_taint_to_string(p->allow_taint, taint))) < 0 ||
 	    json_add(h, "shutdown", json_object_new_string(p->shutdown_fast ? "fast" : "orderly")) <
 	            0 ||
+	    json_add(h, "kdump_initrd",
+	             json_object_new_string(p->kdump_initrd_at_boot ? "boot" : "stage")) < 0 ||
 	    json_add(paths, "allowed_roots", json_strv(p->allowed_roots)) < 0 ||
 	    json_add(c, "maintenance_window", json_window(&p->window)) < 0 ||
 	    json_add(c, "max_vms", json_limit(p->max_vms)) < 0 ||

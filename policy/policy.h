@@ -124,6 +124,7 @@ typedef struct Policy {
 	bool allow_fast;
 	uint64_t allow_taint; /* taint bits that do not block a fast handoff */
 	bool shutdown_fast;   /* Shutdown=fast: no orderly stop once nothing is left to protect */
+	bool kdump_initrd_at_boot; /* KdumpInitrd=boot: kdump-tools builds it on the first boot */
 
 	/* [Paths] */
 	char **allowed_roots; /* kernels/initrds may only be staged from below these */

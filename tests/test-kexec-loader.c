@@ -378,6 +378,96 @@ static void test_kexec_loader_previous_crash_image(void **state) {
 	assert_crash_mark(root, NULL);
 }
 
+/* Stages once under root (policy conf, or none), checks what kdump-config would find for
+ * the staged kernel (current: 0 or 1) and that the record's kdump_initrd contains says. */
+static void assert_kdump_stage(const char *root, const char *conf, int current, const char *says) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(context_freep) Context *c = daemon_new(root, false);
+	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
+	Update *u = NULL;
+
+	if (conf) {
+		Policy *pol = NULL;
+
+		assert_int_equal(policy_new_default(&pol), 0);
+		assert_int_equal(policy_parse_buffer(pol, "test.conf", conf, strlen(conf), NULL),
+		                 0);
+		assert_int_equal(policy_finish(pol, NULL), 0);
+		assert_int_equal(context_set_policy(c, pol), 0);
+	}
+	assert_int_equal(context_kdump_initrd_current(c, "6.1.0-57-cloud-amd64"), current);
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_string_equal(u->kernel_version, "6.1.0-57-cloud-amd64");
+	assert_non_null(u->kdump_initrd);
+	assert_non_null(strstr(u->kdump_initrd, says));
+	assert_int_equal(context_cancel(c, "", &e), 0);
+}
+
+/* kdump-tools held the slot: kdump's initrd for the staged kernel is built at stage unless
+ * kdump-config would find it current (the initrd, and latest_sysctls-<kernel> equal to
+ * /etc/kdump/sysctl.conf). Under a test root nothing runs; the record says what would. */
+static void test_kexec_loader_kdump_initrd_ahead(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(context_freep) Context *c = NULL;
+	const char *root = *state;
+	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
+	Seen seen = {};
+	Update *u = NULL;
+	_cleanup_free_ char *p = NULL;
+
+	kexec_loader_set_load_func_for_test(fake_load, &seen);
+	put(root, "/sys/kernel/kexec_crash_loaded", "1\n");
+	/* Someone else's crash image (owner unknown): nothing to build for. */
+	c = daemon_new(root, false);
+	assert_int_equal(context_stage(c, &req, &u, &e), 0);
+	assert_string_equal(u->crash_image_before, "unknown");
+	assert_null(u->kdump_initrd);
+	assert_int_equal(context_cancel(c, "", &e), 0);
+	context_free(c);
+	c = NULL;
+
+	put(root, "/usr/sbin/kdump-config", "#!/bin/sh\nexit 0\n");
+	assert_int_equal(path_prefix_root(root, "/usr/sbin/kdump-config", &p), 0);
+	assert_int_equal(chmod(p, 0755), 0);
+	put(root, "/etc/kdump/sysctl.conf", "kernel.panic_on_oops=1\n");
+	/* No initrd yet: built ahead. */
+	assert_kdump_stage(root, NULL, 0,
+	                   "would run 'systemctl start "
+	                   "upgraded-kdump-initrd@6.1.0-57-cloud-amd64.service'");
+
+	/* The initrd, but latest_sysctls from another sysctl.conf: kdump-config would rebuild. */
+	put(root, "/var/lib/kdump/initrd.img-6.1.0-57-cloud-amd64", "an initrd");
+	put(root, "/var/lib/kdump/latest_sysctls-6.1.0-57-cloud-amd64", "kernel.panic_on_oops=0\n");
+	assert_kdump_stage(root, NULL, 0, "would run");
+
+	/* Both current: nothing to build, and the record says so. */
+	put(root, "/var/lib/kdump/latest_sysctls-6.1.0-57-cloud-amd64", "kernel.panic_on_oops=1\n");
+	assert_kdump_stage(root, NULL, 1, "current already");
+
+	/* KdumpInitrd=boot: left to kdump-tools, even when the initrd is not current. */
+	put(root, "/var/lib/kdump/latest_sysctls-6.1.0-57-cloud-amd64", "stale\n");
+	assert_kdump_stage(root, "[Handoff]\nKdumpInitrd=boot\n", 0, "KdumpInitrd=boot");
+}
+
+/* A kernel version becomes a unit instance and a file name: only plain versions pass. */
+static void test_kexec_loader_kdump_version(void **state) {
+	static const char *const bad[] = { "",      "-rf",   ".hidden",  "../etc", "6.1 x",
+		                           "6.1;x", "6.1/x", "6.1\\x2d", "6.1\n",  "\xc3\xa9" };
+
+	(void)state;
+	assert_true(context_kdump_version_valid("6.1.0-57-cloud-amd64"));
+	assert_true(context_kdump_version_valid("6.12.3+deb13-amd64"));
+	assert_true(context_kdump_version_valid("5.15.0_rc1"));
+	assert_false(context_kdump_version_valid(NULL));
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		assert_false(context_kdump_version_valid(bad[i]));
+	/* 64 characters pass, 65 do not. */
+	assert_true(context_kdump_version_valid(
+	        "6123456789012345678901234567890123456789012345678901234567890123"));
+	assert_false(context_kdump_version_valid(
+	        "61234567890123456789012345678901234567890123456789012345678901234"));
+}
+
 /* The staging path with a real distribution kernel, when one is cached: the
  * daemon builds the loader image from it (parse, place, hash every segment). */
 static void test_kexec_loader_stage_real_kernel(void **state) {
@@ -434,6 +524,8 @@ int main(void) {
 		T(test_kexec_loader_panic_always_verified),
 		T(test_kexec_loader_policy_fast_through_commit),
 		T(test_kexec_loader_previous_crash_image),
+		T(test_kexec_loader_kdump_initrd_ahead),
+		T(test_kexec_loader_kdump_version),
 		T(test_kexec_loader_stage_real_kernel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,6 +43,7 @@ static void assert_defaults(const Policy *p) {
 	assert_int_equal(p->mode, POLICY_HANDOFF_MODE_AUTO);
 	assert_false(p->allow_fast);
 	assert_true(p->allow_taint == 0);
+	assert_false(p->kdump_initrd_at_boot);
 	assert_int_equal(strv_length(p->allowed_roots), 2);
 	assert_string_equal(p->allowed_roots[0], "/boot");
 	assert_string_equal(p->allowed_roots[1], "/var/lib/upgraded/images");
@@ -146,6 +147,7 @@ static void test_values(void **state) {
 	                       "AllowFast=yes\n"
 	                       "AllowTaint=O E\n"
 	                       "AllowTaint=W\n"
+	                       "KdumpInitrd=boot\n"
 	                       "[Paths]\n"
 	                       "AllowedRoots=/srv/k\n"
 	                       "[Commit]\n"
@@ -166,6 +168,7 @@ static void test_values(void **state) {
 	assert_int_equal(p->mode, POLICY_HANDOFF_MODE_FAST);
 	assert_true(p->allow_fast);
 	assert_true(p->allow_taint == ((1u << 12) | (1u << 13) | (1u << 9)));
+	assert_true(p->kdump_initrd_at_boot);
 	/* lists append to the default */
 	assert_int_equal(strv_length(p->allowed_roots), 3);
 	assert_string_equal(p->allowed_roots[2], "/srv/k");
@@ -238,6 +241,7 @@ static void test_errors_table(void **state) {
 		{ "[Handoff]\nMode=Fast\n", 2, "'Fast'" },
 		{ "[Handoff]\nAllowFast=maybe\n", 2, "is not a boolean" },
 		{ "[Handoff]\nAllowTaint=G\n", 2, "taint letters" },
+		{ "[Handoff]\nKdumpInitrd=never\n", 2, "'never' is not one of boot, stage" },
 		{ "[Handoff]\nMode=fast\n\nMode=auto\n", 4,
 		  "Mode= is set twice in [Handoff] (first on line 2)" },
 		{ "[Handoff]\nMode=fast\n[Handoff]\nMode=auto\n", 4, "set twice" },

@@ -503,7 +503,7 @@ static void test_policy_json(void **state) {
 	        json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
 	                                                  JSON_C_TO_STRING_NOSLASHESCAPE),
 	        "{\"handoff\":{\"mode\":\"auto\",\"allow_fast\":false,\"allow_taint\":\"OE\","
-	        "\"shutdown\":\"orderly\"},"
+	        "\"shutdown\":\"orderly\",\"kdump_initrd\":\"stage\"},"
 	        "\"paths\":{\"allowed_roots\":[\"/boot\",\"/var/lib/upgraded/images\"]},"
 	        "\"commit\":{\"maintenance_window\":\"Mon,Sat,Sun 22:00-24:00\",\"max_vms\":4,"
 	        "\"max_vm_memory\":\"infinity\",\"checkpoint_dir\":\"/var/lib/libvirt/"

@@ -111,6 +111,12 @@ int context_load_crash_image(Context *c, Update *u, KexecImage *img);
 const char *context_crash_image_owner(Context *c);
 void context_give_back_crash_image(Context *c, Update *u);
 
+/* context-kdump.c: kdump's initrd for the staged kernel, built at stage (a job) rather than
+ * on the new kernel's first boot, before basic.target. The record's kdump_initrd says how. */
+bool context_kdump_version_valid(const char *v);
+int context_kdump_initrd_current(Context *c, const char *version);
+void context_prepare_kdump(Context *c, Update *u);
+
 int context_hook_key(const Hook *h, char **ret);
 
 int context_commit_fail(Context *c, Update *u, const char *reason);

@@ -274,6 +274,7 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	c->active = staged;
 	log_event(LOG_INFO, LOG_MID_STAGED, staged->id, "Staged update %s: kernel %s (%s).",
 	          staged->id, staged->kernel.path, staged->kernel_version);
+	context_prepare_kdump(c, staged);
 	if (c->ops.update_added)
 		c->ops.update_added(c, staged, c->ops_userdata);
 	if (c->ops.manager_changed)

@@ -98,6 +98,7 @@ Update *update_free(Update *u) {
 	free(u->backend_reason);
 	free(u->crash_image_before);
 	free(u->crash_image_restore);
+	free(u->kdump_initrd);
 	free(u->handoff_boot_id);
 	free(u->panic_boot_id);
 	free(u->panic_from_phase);
@@ -225,6 +226,7 @@ int update_to_json(const Update *u, json_object **ret) {
 	add_str(o, "backend_reason", u->backend_reason);
 	add_str(o, "crash_image_before", u->crash_image_before);
 	add_str(o, "crash_image_restore", u->crash_image_restore);
+	add_str(o, "kdump_initrd", u->kdump_initrd);
 	if (u->verified_bytes > 0)
 		add_u64(o, "verified_bytes", u->verified_bytes);
 	json_object_object_add(o, "crash_image_loaded",
@@ -446,6 +448,7 @@ int update_from_json(json_object *o, Update **ret) {
 	    (r = get_str(o, "backend_reason", false, &u->backend_reason)) < 0 ||
 	    (r = get_str(o, "crash_image_before", false, &u->crash_image_before)) < 0 ||
 	    (r = get_str(o, "crash_image_restore", false, &u->crash_image_restore)) < 0 ||
+	    (r = get_str(o, "kdump_initrd", false, &u->kdump_initrd)) < 0 ||
 	    (r = get_str(o, "handoff_boot_id", false, &u->handoff_boot_id)) < 0 ||
 	    (r = get_str(o, "panic_boot_id", false, &u->panic_boot_id)) < 0 ||
 	    (r = get_str(o, "panic_from_phase", false, &u->panic_from_phase)) < 0 ||

@@ -77,9 +77,10 @@ typedef struct Update {
 	char *backend_reason; /* why this backend (the default one could not be used), or NULL */
 	char *crash_image_before;  /* who had a crash image loaded before stage, or NULL: none */
 	char *crash_image_restore; /* what cancel did about that image, or NULL */
-	uint64_t verified_bytes;   /* kexec_load: what purgatory hashes when verified; 0: n/a */
-	char *old_kernel;          /* running when staged */
-	HandoffMode handoff;       /* set at commit; _HANDOFF_MODE_INVALID before */
+	char *kdump_initrd; /* kdump's initrd for the staged kernel (context-kdump.c), or NULL */
+	uint64_t verified_bytes; /* kexec_load: what purgatory hashes when verified; 0: n/a */
+	char *old_kernel;        /* running when staged */
+	HandoffMode handoff;     /* set at commit; _HANDOFF_MODE_INVALID before */
 	char *handoff_reason;
 	char *handoff_boot_id; /* boot that requested the handoff */
 	/* The panic path (docs/state-machine.md): the crash kernel's boot that took

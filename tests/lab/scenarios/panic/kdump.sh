@@ -10,10 +10,16 @@
 #   kd_rollback     old kernel, the VMs running: a commit that fails (libvirt's save directory
 #                   made immutable) rolls back, and the rollback gives kdump its image back
 #                   as cancel does; the VMs run on
+#   kd_initrd_ahead old kernel, the real stage: its record says kdump's initrd for the staged
+#                   kernel is current (built at stage by upgraded-kdump-initrd@.service)
 #   kd_crash_boot   staged kernel after the panic path: kdump-tools did not start on the
-#                   crash kernel (it would have saved a dump and rebooted), and kdump loaded
-#                   its crash image again on this boot
+#                   crash kernel (it would have saved a dump and rebooted), built no initrd
+#                   on this boot, and loaded its crash image again
 KD_MARK=/run/upgraded/crash-image
+
+# The update id `upgradectl stage` printed into file $1 (not the newest record: a stage's
+# kdump-initrd job rewrites an earlier update's record when it finishes).
+kd_staged_id() { grep -Eom1 '^[0-9a-f]{16}$' "$1"; }
 
 kd_crash_loaded() { [ "$(cat /sys/kernel/kexec_crash_loaded)" = 1 ]; }
 kd_ready() { kd_crash_loaded && kdump-config status | grep -q 'ready to kdump'; }
@@ -43,6 +49,19 @@ kd_active() {
         systemctl is-active -q kdump-tools.service
 }
 
+# The record of update $1 says kdump's initrd for the staged kernel is current: waits for the
+# stage's kdump-initrd job (mkinitramfs, minutes under TCG), then wants "current already" or
+# "built ahead" (docs/loader.md).
+kd_initrd_ahead() {
+        local rec=/var/lib/upgraded/updates/$1.json
+        for _ in $(seq 1200); do
+                grep -Eq '"kdump_initrd": ?"' "$rec" 2>/dev/null && break
+                sleep 0.5
+        done
+        grep -Eo '"kdump_initrd": ?"[^"]*"' "$rec" >"$LAB_RESULTS/kdump-initrd.txt" 2>&1
+        grep -Eq '"kdump_initrd": ?"(current already|built ahead)' "$rec"
+}
+
 kd_old_kernel() {
         local id
         systemctl enable -q kdump-tools.service
@@ -50,7 +69,7 @@ kd_old_kernel() {
         lab_check kdump-ready kd_ready || return 1
         upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
                 --reuse-cmdline >"$LAB_RESULTS/kdump-stage.txt" 2>&1 || return 1
-        id=$(basename "$(ls -t /var/lib/upgraded/updates/*.json | head -n1)" .json)
+        id=$(kd_staged_id "$LAB_RESULTS/kdump-stage.txt")
         lab_check kdump-replaced-and-marked sh -c "[ \"\$(cat $KD_MARK)\" = '$id' ] &&
                 [ \"\$(cat /sys/kernel/kexec_crash_loaded)\" = 1 ]" || return 1
         lab_check kdump-before-recorded grep -Eq '"crash_image_before": ?"kdump-tools"' \
@@ -70,7 +89,7 @@ kd_rollback() {
         local id rc=0 save=/var/lib/libvirt/qemu/save vm
         upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
                 --reuse-cmdline >"$LAB_RESULTS/kdump-stage-failing.txt" 2>&1 || return 1
-        id=$(basename "$(ls -t /var/lib/upgraded/updates/*.json | head -n1)" .json)
+        id=$(kd_staged_id "$LAB_RESULTS/kdump-stage-failing.txt")
         lab_check kdump-replaced-before-rollback sh -c "[ \"\$(cat $KD_MARK)\" = '$id' ]" || return 1
         mkdir -p "$save"
         chattr +i "$save" || return 1
@@ -97,6 +116,9 @@ kd_crash_boot() {
         # kdump_lock files lie beside them).
         ls -la /var/crash >"$LAB_RESULTS/var-crash-new.txt" 2>&1
         lab_check kdump-no-dump-saved sh -c '[ -z "$(find /var/crash -mindepth 1 -type d 2>/dev/null)" ]' || ok=1
+        # kdump-config found the initrd the stage built current: no mkinitramfs before basic.target.
+        lab_check kdump-no-initrd-build sh -c "! journalctl -b -u kdump-tools.service --no-pager |
+                grep -q 'Generating /var/lib/kdump/initrd.img'" || ok=1
         lab_check kdump-active-again kd_active || ok=1
         lab_check kdump-ready-again kd_ready || ok=1
         kdump-config status >"$LAB_RESULTS/kdump-status-new.txt" 2>&1

@@ -62,6 +62,10 @@ upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB
         --reuse-cmdline >"$LAB_RESULTS/stage.txt" 2>&1
 upgradectl status >"$LAB_RESULTS/status-staged.txt" 2>&1 || true
 lab_check crash-image-loaded sh -c '[ "$(cat /sys/kernel/kexec_crash_loaded)" = 1 ]'
+id=$(kd_staged_id "$LAB_RESULTS/stage.txt")
+journalctl --no-pager -o short-monotonic -b 0 -u 'upgraded-kdump-initrd@*' \
+        >"$LAB_RESULTS/journal-kdump-initrd.txt" 2>&1 || true
+lab_check kdump-initrd-ahead kd_initrd_ahead "$id"
 
 # The commit never returns: the daemon holds, then the kernel dies.
 upgradectl commit --wait >"$LAB_RESULTS/commit.txt" 2>&1 &
