@@ -19,8 +19,9 @@
 #include "loader.h"
 #include "macros.h"
 #include "memrange.h"
-#include "placer.h"
 #include "path-util.h"
+#include "placer.h"
+#include "platform.h"
 #include "sha256.h"
 #include "string-util.h"
 
@@ -192,15 +193,15 @@ static int read_fd_all(int fd, uint64_t max, uint8_t **ret, size_t *ret_size) {
 /* --- usability ------------------------------------------------------------- */
 
 int loader_check_usable(const char *root, LoaderUnusable *ret_reason) {
-	_cleanup_free_ char *lockdown = NULL, *disabled = NULL;
+	_cleanup_free_ char *disabled = NULL;
+	PlatformLockdown lockdown;
 	int r;
 
-	/* "none [integrity] confidentiality": the bracketed word is the mode. */
-	r = read_one_line(root, "/sys/kernel/security/lockdown", &lockdown);
-	if (r < 0 && r != -ENOENT)
+	r = platform_lockdown_read(root, &lockdown);
+	if (r < 0)
 		return r;
-	if (lockdown &&
-	    (strstr(lockdown, "[integrity]") || strstr(lockdown, "[confidentiality]"))) {
+	if (lockdown == PLATFORM_LOCKDOWN_INTEGRITY ||
+	    lockdown == PLATFORM_LOCKDOWN_CONFIDENTIALITY) {
 		*ret_reason = LOADER_UNUSABLE_LOCKDOWN;
 		return 0;
 	}

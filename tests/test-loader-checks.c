@@ -3,8 +3,9 @@
 /*
  * What the segment builder refuses, by name (a command line it cannot pass, a
  * truncated or foreign image), and the usability checks of the kexec_load path
- * (lockdown, EFI, kexec_load_disabled). The kexec_load syscall itself is only
- * called where the kernel has no kexec (expects ENOSYS).
+ * (lockdown, EFI, kexec_load_disabled), and the platform facts Describe() and
+ * the report name (firmware, Secure Boot, lockdown). The kexec_load syscall
+ * itself is only called where the kernel has no kexec (expects ENOSYS).
  */
 
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "loader-test-util.h"
+#include "platform.h"
 
 static void test_loader_build_cmdline_refusals(void **state) {
 	struct fixture *f = *state;
@@ -126,6 +128,105 @@ static void test_loader_check_usable(void **state) {
 	assert_int_equal(u, LOADER_UNUSABLE_EFI_UNSUPPORTED);
 }
 
+static void test_platform_parsers(void **state) {
+	static const struct {
+		const char *line;
+		int r;
+		PlatformLockdown mode;
+	} lines[] = {
+		{ "[none] integrity confidentiality", 0, PLATFORM_LOCKDOWN_NONE },
+		{ "none [integrity] confidentiality", 0, PLATFORM_LOCKDOWN_INTEGRITY },
+		{ "none integrity [confidentiality]", 0, PLATFORM_LOCKDOWN_CONFIDENTIALITY },
+		{ "none integrity confidentiality", -EBADMSG, 0 },
+		{ "[none] [integrity] confidentiality", -EBADMSG, 0 },
+		{ "none [integ] confidentiality", -EBADMSG, 0 },
+		{ "none [integrity confidentiality", -EBADMSG, 0 },
+		{ "[nonsense]", -EBADMSG, 0 },
+		{ "", -EBADMSG, 0 },
+	};
+	const uint8_t on[5] = { 0x06, 0, 0, 0, 1 }, off[5] = { 0x06, 0, 0, 0, 0 };
+	const uint8_t two[5] = { 0x06, 0, 0, 0, 2 }, extra[6] = { 0x06, 0, 0, 0, 1, 0 };
+	PlatformSecureBoot sb = _PLATFORM_SECURE_BOOT_MAX;
+
+	for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+		PlatformLockdown l = _PLATFORM_LOCKDOWN_MAX;
+
+		assert_int_equal(platform_lockdown_parse(lines[i].line, &l), lines[i].r);
+		assert_int_equal(l, lines[i].r == 0 ? lines[i].mode : _PLATFORM_LOCKDOWN_MAX);
+	}
+	assert_int_equal(platform_lockdown_parse(NULL, &(PlatformLockdown){ 0 }), -EBADMSG);
+
+	assert_int_equal(platform_secure_boot_parse(on, sizeof(on), &sb), 0);
+	assert_int_equal(sb, PLATFORM_SECURE_BOOT_ENABLED);
+	assert_int_equal(platform_secure_boot_parse(off, sizeof(off), &sb), 0);
+	assert_int_equal(sb, PLATFORM_SECURE_BOOT_DISABLED);
+	sb = _PLATFORM_SECURE_BOOT_MAX;
+	assert_int_equal(platform_secure_boot_parse(two, sizeof(two), &sb), -EBADMSG);
+	assert_int_equal(platform_secure_boot_parse(extra, sizeof(extra), &sb), -EBADMSG);
+	assert_int_equal(platform_secure_boot_parse(on, 4, &sb), -EBADMSG);
+	assert_int_equal(platform_secure_boot_parse(NULL, 0, &sb), -EBADMSG);
+	assert_int_equal(sb, _PLATFORM_SECURE_BOOT_MAX);
+
+	for (int i = 0; i < _PLATFORM_FIRMWARE_MAX; i++)
+		assert_non_null(platform_firmware_to_string(i));
+	for (int i = 0; i < _PLATFORM_SECURE_BOOT_MAX; i++)
+		assert_non_null(platform_secure_boot_to_string(i));
+	for (int i = 0; i < _PLATFORM_LOCKDOWN_MAX; i++)
+		assert_non_null(platform_lockdown_to_string(i));
+	assert_null(platform_firmware_to_string(_PLATFORM_FIRMWARE_MAX));
+	assert_null(platform_secure_boot_to_string(-1));
+	assert_null(platform_lockdown_to_string(_PLATFORM_LOCKDOWN_MAX));
+}
+
+static void write_secure_boot_var(const char *root, uint8_t value, size_t size) {
+	_cleanup_free_ char *p = NULL;
+	const uint8_t data[6] = { 0x06, 0, 0, 0, value, 0 };
+
+	write_root_file(root, PLATFORM_SECURE_BOOT_VAR, "");
+	assert_int_equal(path_prefix_root(root, PLATFORM_SECURE_BOOT_VAR, &p), 0);
+	assert_int_equal(write_file_atomic(p, data, size, 0644), 0);
+}
+
+static void assert_platform(const char *root, const char *want_json) {
+	PlatformFacts pf;
+	json_object *o = NULL;
+
+	assert_int_equal(platform_facts_read(root, &pf), 0);
+	assert_int_equal(platform_facts_to_json(&pf, &o), 0);
+	assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), want_json);
+	json_object_put(o);
+}
+
+static void test_platform_facts(void **state) {
+	struct fixture *f = *state;
+
+	/* A BIOS boot of a kernel without the lockdown LSM (the fixture's root). */
+	assert_platform(f->root, "{\"firmware\":\"bios\",\"secure_boot\":\"unsupported\","
+	                         "\"lockdown\":\"unsupported\"}");
+	write_root_file(f->root, PLATFORM_LOCKDOWN_FILE, "[none] integrity confidentiality\n");
+	assert_platform(f->root, "{\"firmware\":\"bios\",\"secure_boot\":\"unsupported\","
+	                         "\"lockdown\":\"none\"}");
+	write_root_file(f->root, PLATFORM_LOCKDOWN_FILE, "none integrity confidentiality\n");
+	assert_platform(f->root, "{\"firmware\":\"bios\",\"secure_boot\":\"unsupported\","
+	                         "\"lockdown\":\"unknown\"}");
+
+	/* UEFI: Secure Boot from the variable, unknown without a readable one. */
+	write_root_file(f->root, "/sys/firmware/efi/systab", "ACPI20=0x7fb7e014\n");
+	write_root_file(f->root, PLATFORM_LOCKDOWN_FILE, "none [integrity] confidentiality\n");
+	assert_platform(f->root, "{\"firmware\":\"uefi\",\"secure_boot\":\"unknown\","
+	                         "\"lockdown\":\"integrity\"}");
+	write_secure_boot_var(f->root, 1, 5);
+	assert_platform(f->root, "{\"firmware\":\"uefi\",\"secure_boot\":\"enabled\","
+	                         "\"lockdown\":\"integrity\"}");
+	write_secure_boot_var(f->root, 0, 5);
+	write_root_file(f->root, PLATFORM_LOCKDOWN_FILE, "none integrity [confidentiality]\n");
+	assert_platform(f->root, "{\"firmware\":\"uefi\",\"secure_boot\":\"disabled\","
+	                         "\"lockdown\":\"confidentiality\"}");
+	write_secure_boot_var(f->root, 1, 6);
+	assert_platform(f->root, "{\"firmware\":\"uefi\",\"secure_boot\":\"unknown\","
+	                         "\"lockdown\":\"confidentiality\"}");
+}
+
 static void test_loader_strings(void **state) {
 	for (int i = 0; i < _LOADER_ERR_MAX; i++) {
 		assert_non_null(loader_error_to_string(i));
@@ -172,6 +273,8 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_loader_build_bad_inputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_check_usable, setup, teardown),
 		cmocka_unit_test(test_loader_strings),
+		cmocka_unit_test(test_platform_parsers),
+		cmocka_unit_test_setup_teardown(test_platform_facts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_is_loaded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_syscall_enosys, setup, teardown),
 	};
