@@ -264,6 +264,13 @@ void report_print(json_object *o, FILE *f) {
 	b = cli_jobj(o, "backend");
 	fprintf(f, "%19s: %s%s\n", "Backend", strna(cli_jstr(b, "name")),
 	        json_object_get_boolean(cli_jobj(b, "test_only")) ? " (TEST ONLY)" : "");
+	if (cli_jstr(b, "reason"))
+		fprintf(f, "%19s  (not kexec_load: %s)\n", "", cli_jstr(b, "reason"));
+	k = cli_jobj(cli_jobj(o, "host"), "platform");
+	if (k && json_object_is_type(k, json_type_object))
+		fprintf(f, "%19s: %s, Secure Boot %s, lockdown %s\n", "Platform",
+		        strna(cli_jstr(k, "firmware")), strna(cli_jstr(k, "secure_boot")),
+		        strna(cli_jstr(k, "lockdown")));
 	h = cli_jobj(o, "handoff");
 	fprintf(f, "%19s: %s\n", "Mode", strna(cli_jstr(h, "mode")));
 	print_reasons(f, "Why", cli_jarray(h, "reasons"));

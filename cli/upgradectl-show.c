@@ -215,7 +215,7 @@ static void print_newest_update(json_object *u) {
 
 int verb_status(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(json_object_putp) json_object *o = NULL;
-	json_object *b = NULL, *ups = NULL;
+	json_object *b = NULL, *ups = NULL, *pl;
 	bool usable;
 	int r;
 
@@ -238,6 +238,11 @@ int verb_status(sd_bus *bus, char **args, unsigned n) {
 	       usable ? "" : " (unusable: ", usable ? "" : strna(cli_jstr(b, "reason")),
 	       usable ? "" : ")", usable ? "" : term_normal(stdout),
 	       json_object_get_boolean(cli_jobj(b, "test_only")) ? " [TEST ONLY]" : "");
+	if (usable && json_object_get_boolean(cli_jobj(b, "fallback")))
+		printf("                (fallback: %s)\n", strna(cli_jstr(b, "reason")));
+	pl = cli_jobj(o, "platform");
+	printf("      Platform: %s, Secure Boot %s, lockdown %s\n", strna(cli_jstr(pl, "firmware")),
+	       strna(cli_jstr(pl, "secure_boot")), strna(cli_jstr(pl, "lockdown")));
 	printf("   Last report: %s\n",
 	       *strempty(cli_jstr(o, "last_report")) ? cli_jstr(o, "last_report") : "-");
 

@@ -126,7 +126,7 @@ static inline int teardown(void **state) {
 	return 0;
 }
 
-static Update *stage(Context *c, sd_bus_error *e) {
+static inline Update *stage(Context *c, sd_bus_error *e) {
 	StageRequest req = { .kernel = KERNEL,
 		             .initrd = "/boot/initrd.img",
 		             .cmdline = "root=/dev/vda1 ro" };

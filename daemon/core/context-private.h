@@ -21,6 +21,7 @@
 
 #include "context.h"
 #include "image.h"
+#include "platform.h"
 
 #define RECORD_MAX     (1u << 20) /* an update record or a report */
 #define KDUMP_CONFIG   "/usr/sbin/kdump-config"
@@ -34,9 +35,10 @@ struct Context {
 	uid_t image_owner;
 
 	const KexecBackend *backend;
-	int backend_status;    /* 0 usable, < 0 errno from probe */
-	char *backend_reason;  /* why not usable, or why the default was not chosen */
-	bool backend_fallback; /* kexec_file because kexec_load cannot be used here */
+	int backend_status;     /* 0 usable, < 0 errno from probe */
+	char *backend_reason;   /* why not usable, or why the default was not chosen */
+	bool backend_fallback;  /* kexec_file because kexec_load cannot be used here */
+	PlatformFacts platform; /* firmware, Secure Boot, lockdown: read at start */
 
 	char *running_kernel; /* uname -r */
 	char boot_id[33];

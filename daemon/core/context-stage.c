@@ -194,6 +194,8 @@ static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, I
 		return -ENOMEM;
 	if (c->backend_fallback && update_set_string(&u->backend_reason, c->backend_reason) < 0)
 		return -ENOMEM;
+	if (platform_facts_to_json(&c->platform, &u->platform) < 0)
+		return -ENOMEM;
 	/* A crash image someone else loaded (kdump) is replaced by ours below: say who,
 	 * so cancel and rollback hand the panic path back (context-crash.c). */
 	if (kexec_crash_reserved(c->root) &&
@@ -217,6 +219,19 @@ static int stage_load_failed(Context *c, Update *u, int r, sd_bus_error *error) 
 
 	if (context_record_path(c, u->id, &path) >= 0)
 		(void)unlink(path);
+	/* Under lockdown kexec_file_load refuses (EPERM, "kexec of unsigned images is
+	 * restricted") a kernel whose signature no key of the kernel's keyrings accepts:
+	 * this image is refused, another one (signed by a trusted key) would not be. */
+	if ((r == -EPERM || r == -EKEYREJECTED) &&
+	    (c->platform.lockdown == PLATFORM_LOCKDOWN_INTEGRITY ||
+	     c->platform.lockdown == PLATFORM_LOCKDOWN_CONFIDENTIALITY))
+		return sd_bus_error_setf(
+		        error, UPGRADE_ERROR_INVALID_IMAGE,
+		        "The kernel refused '%s': lockdown (%s) loads only kernels whose signature "
+		        "a key in its keyrings accepts (built-in, secondary, or on a UEFI boot the "
+		        "firmware's and shim's), and this one's was not accepted: %s.",
+		        u->kernel.path, platform_lockdown_to_string(c->platform.lockdown),
+		        strerror(-r));
 	if (kexec_errno_is_unavailable(r))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_UNAVAILABLE,
 		                         "Backend %s cannot load kernels here: %s.",

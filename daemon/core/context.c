@@ -72,6 +72,9 @@ int context_new(const char *root, const KexecBackend *backend, Context **ret) {
 		if (r < 0)
 			return r;
 	}
+	r = platform_facts_read(c->root, &c->platform);
+	if (r < 0)
+		return r;
 
 	if (uname(&un) < 0)
 		return -errno;
@@ -216,6 +219,17 @@ int context_describe(Context *c, char **ret_json) {
 	json_object_object_add(b, "Fallback", json_object_new_boolean(c->backend_fallback));
 	json_object_object_add(b, "CrashKernelReserved",
 	                       json_object_new_boolean(kexec_crash_reserved(c->root)));
+
+	json_object_object_add(o, "Platform", a = json_object_new_object());
+	json_object_object_add(
+	        a, "Firmware",
+	        json_object_new_string(platform_firmware_to_string(c->platform.firmware)));
+	json_object_object_add(
+	        a, "SecureBoot",
+	        json_object_new_string(platform_secure_boot_to_string(c->platform.secure_boot)));
+	json_object_object_add(
+	        a, "Lockdown",
+	        json_object_new_string(platform_lockdown_to_string(c->platform.lockdown)));
 
 	json_object_object_add(o, "AllowedRoots", a = json_object_new_array());
 	STRV_FOREACH (p, c->allowed_roots)

@@ -102,6 +102,8 @@ static void add_host_backend_handoff(json_object *o, const Update *u, bool backe
 	(void)gethostname(host, sizeof(host) - 1);
 	json_object_object_add(o, "host", h = json_object_new_object());
 	add_str(h, "hostname", host[0] ? host : NULL);
+	/* What the firmware and the old kernel allowed at stage (loader/platform.h). */
+	json_object_object_add(h, "platform", copy_of(u->platform));
 	/* On the panic path the handoff record is the crash kernel's. */
 	add_str(h, "old_boot_id", u->panic_boot_id ? boot_of(u, "commit-requested")
 	                                           : u->handoff_boot_id ?: boot_of(u, "commit-requested"));

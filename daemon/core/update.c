@@ -108,6 +108,7 @@ Update *update_free(Update *u) {
 	json_object_put(u->decisions);
 	json_object_put(u->kept_memory);
 	json_object_put(u->shutdown);
+	json_object_put(u->platform);
 	json_object_put(u->vms);
 	json_object_put(u->deferred);
 	for (size_t i = 0; i < u->n_stamps; i++)
@@ -250,6 +251,8 @@ int update_to_json(const Update *u, json_object **ret) {
 		json_object_object_add(o, "kept_memory", json_object_get(u->kept_memory));
 	if (u->shutdown)
 		json_object_object_add(o, "shutdown", json_object_get(u->shutdown));
+	if (u->platform)
+		json_object_object_add(o, "platform", json_object_get(u->platform));
 	if (u->vms)
 		json_object_object_add(o, "vms", json_object_get(u->vms));
 	if (u->deferred)
@@ -471,6 +474,7 @@ int update_from_json(json_object *o, Update **ret) {
 	if ((r = get_json(o, "decisions", json_type_object, &u->decisions)) < 0 ||
 	    (r = get_json(o, "kept_memory", json_type_object, &u->kept_memory)) < 0 ||
 	    (r = get_json(o, "shutdown", json_type_object, &u->shutdown)) < 0 ||
+	    (r = get_json(o, "platform", json_type_object, &u->platform)) < 0 ||
 	    (r = get_json(o, "vms", json_type_array, &u->vms)) < 0 ||
 	    (r = get_json(o, "deferred_units", json_type_object, &u->deferred)) < 0)
 		return r;

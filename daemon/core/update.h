@@ -96,6 +96,7 @@ typedef struct Update {
 	json_object *decisions;   /* the policy's decisions at commit (docs/policy.md) */
 	json_object *kept_memory; /* daemon/pmem facts at stage, again at commit; NULL: none */
 	json_object *shutdown;    /* the old kernel's way down (handoff-shutdown.h); NULL: none */
+	json_object *platform;    /* firmware, Secure Boot, lockdown at stage; NULL: none */
 	json_object *vms;         /* per-VM results, vm_results_to_json() */
 	json_object *deferred;    /* {units, released_after}: deferred-units.h; NULL: none */
 
