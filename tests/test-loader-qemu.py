@@ -117,15 +117,22 @@ MEMMAP = [("0x0", "0x9fbff", "System RAM"), ("0x9fc00", "0x9ffff", "Reserved"),
           ("0xfffc0000", "0xffffffff", "Reserved")]
 
 
-def real_kernel(workdir, blob, stub_s, stub_lds, tool, vmlinuz, corrupt):
-    """Boots vmlinuz through loader-tool's segments; returns True when it behaved."""
+def memmap_root(workdir, memmap):
+    """A root below workdir whose /sys/firmware/memmap holds memmap [(start, end, type)]
+    (what loader-tool --root places the segments in); returns its path."""
     root = os.path.join(workdir, "root")
-    for i, (start, end, kind) in enumerate(MEMMAP):
+    for i, (start, end, kind) in enumerate(memmap):
         d = os.path.join(root, "sys/firmware/memmap", str(i))
         os.makedirs(d, exist_ok=True)
         for name, value in (("start", start), ("end", end), ("type", kind)):
             with open(os.path.join(d, name), "w") as f:
                 f.write(value + "\n")
+    return root
+
+
+def real_kernel(workdir, blob, stub_s, stub_lds, tool, vmlinuz, corrupt):
+    """Boots vmlinuz through loader-tool's segments; returns True when it behaved."""
+    root = memmap_root(workdir, MEMMAP)
     seg = os.path.join(workdir, "seg")
     args = [tool, "--root", root, "load", "--dry-run", "--dump-segments", seg,
             "--cmdline", "console=ttyS0 nokaslr panic=-1", vmlinuz]
