@@ -557,6 +557,7 @@ static void test_context_policy_decides(void **state) {
 	World *w = *state;
 	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
 	StageRequest req = { .kernel = KERNEL, .cmdline = "" };
+	KexecBackend verified_only;
 	Policy *p = NULL;
 	Update *u = NULL;
 
@@ -582,6 +583,20 @@ static void test_context_policy_decides(void **state) {
 	assert_non_null(u->handoff_reason);
 	assert_true(strlen(u->handoff_reason) > 0);
 	assert_string_not_equal(u->handoff_reason, "no policy loaded: verify every segment");
+	assert_null(strstr(u->handoff_reason, "always verifies"));
+	context_free(c);
+
+	/* A backend without a fast mode (kexec_file) says so even when verified was chosen. */
+	verified_only = kexec_backend_record;
+	verified_only.supported_modes = HANDOFF_MODE_BIT(HANDOFF_MODE_VERIFIED);
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	c->backend = &verified_only;
+	u = stage(c, &e);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_int_equal(u->handoff, HANDOFF_MODE_VERIFIED);
+	assert_non_null(strstr(u->handoff_reason,
+	                       "; info: backend-verifies-only: backend record always verifies: no "
+	                       "fast handoff and no purgatory stamps there"));
 	context_free(c);
 }
 

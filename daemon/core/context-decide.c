@@ -70,10 +70,16 @@ int context_decide_handoff(Context *c, Update *u, HandoffMode *ret_mode, char **
 		if (!why)
 			return -ENOMEM;
 	}
-	if (!(c->backend->supported_modes & HANDOFF_MODE_BIT(mode))) {
+	/* A backend without a fast mode (kexec_file: the kernel's own purgatory) says so
+	 * whatever the policy chose, so that the dry run and the report tell an operator
+	 * why this host never hands over fast and has no stamps. */
+	if (!(c->backend->supported_modes & HANDOFF_MODE_BIT(HANDOFF_MODE_FAST))) {
 		_cleanup_free_ char *more = NULL;
 
-		if (asprintf(&more, "%s; backend %s always verifies", why, c->backend->name) < 0)
+		if (asprintf(&more,
+		             "%s; info: backend-verifies-only: backend %s always verifies: no fast "
+		             "handoff and no purgatory stamps there",
+		             why, c->backend->name) < 0)
 			return -ENOMEM;
 		free(why);
 		why = TAKE_PTR(more);
