@@ -28,6 +28,8 @@ upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB
         --reuse-cmdline >"$LAB_RESULTS/stage.txt" 2>&1 || rc=$?
 lab_check stage-ok test "$rc" = 0 || ok=false
 lab_check image-loaded grep -qx 1 /sys/kernel/kexec_loaded || ok=false
+# The panic image, through the same fallback (crashkernel=, cmdline-extra).
+lab_check panic-image-loaded grep -qx 1 /sys/kernel/kexec_crash_loaded || ok=false
 upgradectl commit --dry-run >"$LAB_RESULTS/commit-dry-run.txt" 2>&1 || ok=false
 lab_check dry-run-verified grep -qx 'Handoff: verified' "$LAB_RESULTS/commit-dry-run.txt" || ok=false
 lab_check dry-run-no-fast grep -q 'kexec_file always verifies: no fast handoff and no purgatory stamps' \
