@@ -10,6 +10,7 @@
 
 #include "fileio.h"
 #include "macros.h"
+#include "path-util.h"
 #include "string-util.h"
 
 int write_all(int fd, const void *buf, size_t size) {
@@ -178,4 +179,15 @@ int mkdir_p(const char *path, mode_t mode) {
 	if (stat(path, &st) < 0)
 		return -errno;
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int read_root_file(const char *root, const char *path, size_t max_size, char **ret_data,
+                   size_t *ret_size) {
+	_cleanup_free_ char *p = NULL;
+	int r;
+
+	r = path_prefix_root(root, path, &p);
+	if (r < 0)
+		return r;
+	return read_file_full(p, max_size, ret_data, ret_size);
 }

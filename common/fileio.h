@@ -16,6 +16,10 @@ int write_file_atomic(const char *path, const void *data, size_t size, mode_t mo
  * (not counted in *ret_size). -EFBIG when the file is larger than max_size. */
 int read_file_full(const char *path, size_t max_size, char **ret_data, size_t *ret_size);
 
+/* The same for path below root (NULL or "/": the host), as path_prefix_root() joins them. */
+int read_root_file(const char *root, const char *path, size_t max_size, char **ret_data,
+                   size_t *ret_size);
+
 /* Creates path and its missing parents with mode. Existing directories are fine. */
 /* A small file that holds one unsigned decimal and whitespace (sysfs, procfs). */
 int read_u64_file(const char *path, unsigned long long *ret);

@@ -78,14 +78,11 @@ int platform_secure_boot_parse(const uint8_t *data, size_t size, PlatformSecureB
 }
 
 int platform_lockdown_read(const char *root, PlatformLockdown *ret) {
-	_cleanup_free_ char *p = NULL, *data = NULL;
+	_cleanup_free_ char *data = NULL;
 	size_t size;
 	int r;
 
-	r = path_prefix_root(root, PLATFORM_LOCKDOWN_FILE, &p);
-	if (r < 0)
-		return r;
-	r = read_file_full(p, 4096, &data, &size);
+	r = read_root_file(root, PLATFORM_LOCKDOWN_FILE, 4096, &data, &size);
 	if (r == -ENOENT) {
 		*ret = PLATFORM_LOCKDOWN_UNSUPPORTED;
 		return 0;
@@ -98,12 +95,11 @@ int platform_lockdown_read(const char *root, PlatformLockdown *ret) {
 }
 
 static PlatformSecureBoot secure_boot_read(const char *root) {
-	_cleanup_free_ char *p = NULL, *data = NULL;
+	_cleanup_free_ char *data = NULL;
 	PlatformSecureBoot sb;
 	size_t size;
 
-	if (path_prefix_root(root, PLATFORM_SECURE_BOOT_VAR, &p) < 0 ||
-	    read_file_full(p, 64, &data, &size) < 0 ||
+	if (read_root_file(root, PLATFORM_SECURE_BOOT_VAR, 64, &data, &size) < 0 ||
 	    platform_secure_boot_parse((const uint8_t *)data, size, &sb) < 0)
 		return PLATFORM_SECURE_BOOT_UNKNOWN;
 	return sb;

@@ -51,18 +51,6 @@ void pmem_facts_done(PmemFacts *f) {
 	*f = (PmemFacts){};
 }
 
-/* root/path into a stripped string. */
-static int read_root_file(const char *root, const char *path, size_t max, char **ret,
-                          size_t *ret_size) {
-	_cleanup_free_ char *p = NULL;
-	int r;
-
-	r = path_prefix_root(root, path, &p);
-	if (r < 0)
-		return r;
-	return read_file_full(p, max, ret, ret_size);
-}
-
 static int read_root_line(const char *root, const char *path, char **ret) {
 	int r = read_root_file(root, path, SMALL_FILE_MAX, ret, NULL);
 
