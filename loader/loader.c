@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bootparam.h"
+#include "efi.h"
 #include "fileio.h"
 #include "loader.h"
 #include "macros.h"
@@ -51,6 +52,8 @@ struct loader_image {
 	size_t nr_segments;
 	uint64_t entry;
 	bool panic;
+	struct efi_state *efi;                     /* NULL on a BIOS boot */
+	size_t efi_offset;                         /* where the EFI part starts in params_seg */
 	uint8_t memmap_digest[SHA256_DIGEST_SIZE]; /* of the map the segments were placed in */
 };
 
@@ -60,8 +63,9 @@ static const char *const unusable_table[_LOADER_UNUSABLE_MAX] = {
 	        "kernel lockdown (integrity or confidentiality) forbids kexec_load",
 	[LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP] =
 	        "EFI-booted host without /sys/firmware/efi/runtime-map (EFI state unknown)",
-	[LOADER_UNUSABLE_EFI_UNSUPPORTED] =
-	        "EFI-booted host: this loader does not pass EFI runtime state yet",
+	[LOADER_UNUSABLE_EFI_32BIT] = "EFI-booted host with 32-bit firmware (mixed mode)",
+	[LOADER_UNUSABLE_EFI_STATE] =
+	        "EFI-booted host whose EFI state (runtime map, systab) is malformed",
 	[LOADER_UNUSABLE_LOAD_DISABLED] = "kexec_load is disabled (kernel.kexec_load_disabled=1)",
 };
 
@@ -82,6 +86,7 @@ static const char *const error_table[_LOADER_ERR_MAX] = {
 	[LOADER_ERR_NO_ROOM_PURGATORY] = "no free RAM below 4 GiB for purgatory",
 	[LOADER_ERR_NO_CRASH_RESERVATION] = "no crashkernel= reservation for a panic image",
 	[LOADER_ERR_PANIC_NOT_VERIFIED] = "a panic image is always verified: fast mode refused",
+	[LOADER_ERR_EFI_STATE] = "the EFI state the next kernel needs is missing or malformed",
 	[LOADER_ERR_PMEM_HIDDEN] =
 	        "/proc/iomem hides the persistent memory's addresses (read without CAP_SYS_ADMIN)",
 };
@@ -102,6 +107,7 @@ int loader_error_to_errno(LoaderError e) {
 		return -EIO;
 	case LOADER_ERR_BZIMAGE:
 	case LOADER_ERR_MEMMAP:
+	case LOADER_ERR_EFI_STATE:
 		return -EBADMSG;
 	case LOADER_ERR_CMDLINE_TOO_LONG:
 		return -E2BIG;
@@ -139,14 +145,11 @@ static void put_u64(uint8_t *p, size_t off, uint64_t v) {
 
 /* Reads root-prefixed path into a stripped string. */
 static int read_one_line(const char *root, const char *path, char **ret) {
-	_cleanup_free_ char *p = NULL, *data = NULL;
+	_cleanup_free_ char *data = NULL;
 	size_t size;
 	int r;
 
-	r = path_prefix_root(root, path, &p);
-	if (r < 0)
-		return r;
-	r = read_file_full(p, 64 * 1024, &data, &size);
+	r = read_root_file(root, path, 64 * 1024, &data, &size);
 	if (r < 0)
 		return r;
 	strstrip(data);
@@ -215,9 +218,18 @@ int loader_check_usable(const char *root, LoaderUnusable *ret_reason) {
 	}
 
 	if (path_exists_root(root, "/sys/firmware/efi")) {
-		*ret_reason = path_exists_root(root, "/sys/firmware/efi/runtime-map")
-		                      ? LOADER_UNUSABLE_EFI_UNSUPPORTED
-		                      : LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP;
+		_cleanup_free_ struct efi_state *efi = malloc(sizeof(*efi));
+		EfiError e;
+
+		if (!efi)
+			return -ENOMEM;
+		r = efi_state_read(root, efi, &e);
+		if (r == -ENOMEM)
+			return r;
+		*ret_reason = r >= 0                        ? LOADER_USABLE
+		              : e == EFI_ERR_NO_RUNTIME_MAP ? LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP
+		              : e == EFI_ERR_32BIT          ? LOADER_UNUSABLE_EFI_32BIT
+		                                            : LOADER_UNUSABLE_EFI_STATE;
 		return 0;
 	}
 
@@ -323,8 +335,7 @@ const uint8_t *loader_image_memory_map_digest(const struct loader_image *img) {
 static int keep_persistent_memory(const char *root, const char *memmap_dir, struct mem_range **map,
                                   size_t *n) {
 	struct mem_range keep[2 * MEMRANGE_MAX_PMEM];
-	_cleanup_free_ struct mem_range *out = NULL;
-	size_t nk = 0, ns = 0, nout = 0;
+	size_t nk = 0, ns = 0;
 	int r;
 
 	r = memrange_read_iomem_pmem(root, keep, MEMRANGE_MAX_PMEM, &nk);
@@ -336,18 +347,30 @@ static int keep_persistent_memory(const char *root, const char *memmap_dir, stru
 			return r;
 		nk = memrange_merge(keep, nk, ns);
 	}
-	if (nk == 0)
+	return memrange_keep_out_map(map, n, keep, nk);
+}
+
+/* On an EFI boot (root/sys/firmware/efi), img->efi read, and its runtime regions
+ * typed reserved in *map wherever *map says RAM. */
+static int read_efi(const char *root, struct loader_image *img, struct mem_range **map, size_t *n) {
+	struct mem_range keep[EFI_RUNTIME_MAP_MAX];
+	int r;
+
+	if (!path_exists_root(root, "/sys/firmware/efi"))
 		return 0;
-	out = calloc(MEMMAP_MAX_RANGES, sizeof(*out));
-	if (!out)
+	img->efi = malloc(sizeof(*img->efi));
+	if (!img->efi)
 		return -ENOMEM;
-	r = memrange_keep_out(*map, *n, keep, nk, out, MEMMAP_MAX_RANGES, &nout);
+	r = efi_state_read(root, img->efi, NULL);
 	if (r < 0)
-		return r;
-	free(*map);
-	*map = TAKE_PTR(out);
-	*n = nout;
-	return 0;
+		return r == -E2BIG ? -EBADMSG : r;
+	for (size_t i = 0; i < img->efi->nr_map; i++) {
+		const struct efi_runtime_desc *d = &img->efi->map[i];
+
+		keep[i] = (struct mem_range){ d->phys, d->phys + d->pages * EFI_PAGE_SIZE - 1,
+			                      E820_TYPE_RESERVED };
+	}
+	return memrange_keep_out_map(map, n, keep, img->efi->nr_map);
 }
 
 static int build_cmdline(const struct loader_options *o, const struct bzimage_info *bz, char **ret,
@@ -411,6 +434,7 @@ struct loader_image *loader_image_free(struct loader_image *img) {
 	free(img->initrd);
 	free(img->params_seg);
 	free(img->purgatory_seg);
+	free(img->efi);
 	free(img);
 	return NULL;
 }
@@ -503,8 +527,13 @@ static int build_params(const struct loader_options *o, struct loader_image *img
 	uint64_t addr;
 	uint8_t *zp;
 
-	/* 6. boot_params (zero page) followed by the command line, below 4 GiB. */
+	/* 6. boot_params (zero page) followed by the command line, and on an EFI boot the
+	 * EFI memory map and the SETUP_EFI entry (efi.h), below 4 GiB. */
 	img->params_seg_size = BOOT_PARAMS_SIZE + cmdline_len + 1;
+	if (img->efi) {
+		img->efi_offset = align_up(img->params_seg_size, 8);
+		img->params_seg_size = img->efi_offset + efi_params_size(img->efi);
+	}
 	img->params_seg = calloc(1, img->params_seg_size);
 	if (!img->params_seg)
 		return -ENOMEM;
@@ -540,6 +569,9 @@ static int build_params(const struct loader_options *o, struct loader_image *img
 		FAIL(LOADER_ERR_TOO_MANY_E820, -E2BIG);
 	img->cmdline = (char *)zp + BOOT_PARAMS_SIZE;
 	memcpy(img->cmdline, cmdline, cmdline_len + 1);
+	if (img->efi)
+		efi_params_write(img->efi, zp, img->segments[LOADER_SEG_PARAMS].mem,
+		                 img->efi_offset);
 	return 0;
 }
 
@@ -644,6 +676,13 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 		FAIL(LOADER_ERR_PMEM_HIDDEN, r);
 	if (r < 0)
 		FAIL(LOADER_ERR_TOO_MANY_E820, r);
+	/* An EFI boot: what the next kernel needs of the firmware, its runtime regions
+	 * out of the RAM. */
+	r = read_efi(o->root, img, &map, &nr_map);
+	if (r == -E2BIG)
+		FAIL(LOADER_ERR_TOO_MANY_E820, r);
+	if (r < 0)
+		FAIL(LOADER_ERR_EFI_STATE, r);
 	if (o->panic) {
 		memcpy(ram, crash, nr_crash * sizeof(crash[0]));
 		nr_ram = nr_crash;

@@ -45,7 +45,8 @@ typedef enum LoaderUnusable {
 	LOADER_USABLE,
 	LOADER_UNUSABLE_LOCKDOWN, /* lockdown integrity/confidentiality forbids kexec_load */
 	LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP, /* EFI boot without /sys/firmware/efi/runtime-map */
-	LOADER_UNUSABLE_EFI_UNSUPPORTED,    /* EFI boot: our loader does not pass EFI state yet */
+	LOADER_UNUSABLE_EFI_32BIT,          /* EFI boot on 32-bit firmware */
+	LOADER_UNUSABLE_EFI_STATE,          /* EFI boot whose state (efi.h) cannot be read */
 	LOADER_UNUSABLE_LOAD_DISABLED,      /* /proc/sys/kernel/kexec_load_disabled is 1 */
 	_LOADER_UNUSABLE_MAX,
 } LoaderUnusable;
@@ -65,6 +66,7 @@ typedef enum LoaderError {
 	LOADER_ERR_NO_CRASH_RESERVATION, /* panic image without a crashkernel= reservation */
 	LOADER_ERR_PANIC_NOT_VERIFIED,   /* a panic image must be verified */
 	LOADER_ERR_PMEM_HIDDEN,          /* persistent memory whose addresses /proc/iomem hides */
+	LOADER_ERR_EFI_STATE,            /* EFI boot whose state (efi.h) cannot be read */
 	_LOADER_ERR_MAX,
 } LoaderError;
 

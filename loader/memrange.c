@@ -20,6 +20,7 @@
 #include "memrange.h"
 #include "path-util.h"
 #include "string-util.h"
+#include "sysfs-util.h"
 
 uint32_t memrange_type_from_name(const char *s) {
 	static const struct {
@@ -48,46 +49,17 @@ static int cmp_range(const void *a, const void *b) {
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-static int parse_hex(const char *s, uint64_t *ret) {
-	char *end;
-	unsigned long long v;
-
-	if (!s || strncmp(s, "0x", 2) != 0 || !s[2])
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s + 2, &end, 16);
-	if (errno != 0 || *end)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
-/* dir/name/field into a stripped string. */
-static int read_field(const char *dir, const char *name, const char *field, char **ret) {
-	_cleanup_free_ char *p = NULL, *data = NULL;
-	size_t size;
-	int r;
-
-	if (asprintf(&p, "%s/%s/%s", dir, name, field) < 0)
-		return -ENOMEM;
-	r = read_file_full(p, 4096, &data, &size);
-	if (r < 0)
-		return r;
-	strstrip(data);
-	*ret = TAKE_PTR(data);
-	return 0;
-}
-
 /* One entry N/ of the map into r. */
 static int read_memmap_entry(const char *dir, const char *name, struct mem_range *r) {
 	_cleanup_free_ char *s = NULL, *e = NULL, *t = NULL;
 	int k;
 
-	if ((k = read_field(dir, name, "start", &s)) < 0 ||
-	    (k = read_field(dir, name, "end", &e)) < 0 ||
-	    (k = read_field(dir, name, "type", &t)) < 0)
+	if ((k = sysfs_read_field(dir, name, "start", &s)) < 0 ||
+	    (k = sysfs_read_field(dir, name, "end", &e)) < 0 ||
+	    (k = sysfs_read_field(dir, name, "type", &t)) < 0)
 		return k;
-	if (parse_hex(s, &r->start) < 0 || parse_hex(e, &r->end) < 0 || r->end < r->start)
+	if (sysfs_parse_hex(s, &r->start) < 0 || sysfs_parse_hex(e, &r->end) < 0 ||
+	    r->end < r->start)
 		return -EBADMSG;
 	r->type = memrange_type_from_name(t);
 	return 0;
@@ -336,5 +308,25 @@ int memrange_keep_out(const struct mem_range *map, size_t n, const struct mem_ra
 	}
 	qsort(out, k, sizeof(*out), cmp_range);
 	*ret_n = k;
+	return 0;
+}
+
+int memrange_keep_out_map(struct mem_range **map, size_t *n, const struct mem_range *keep,
+                          size_t nk) {
+	_cleanup_free_ struct mem_range *out = NULL;
+	size_t nout = 0;
+	int r;
+
+	if (nk == 0)
+		return 0;
+	out = calloc(MEMRANGE_MAX_RANGES, sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	r = memrange_keep_out(*map, *n, keep, nk, out, MEMRANGE_MAX_RANGES, &nout);
+	if (r < 0)
+		return r;
+	free(*map);
+	*map = TAKE_PTR(out);
+	*n = nout;
 	return 0;
 }

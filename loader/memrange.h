@@ -79,6 +79,11 @@ int memrange_read_saved_pmem(const char *dir, struct mem_range *ret, size_t max,
 int memrange_keep_out(const struct mem_range *map, size_t n, const struct mem_range *keep,
                       size_t nk, struct mem_range *out, size_t max, size_t *ret_n);
 
+/* The same into a new map of up to MEMRANGE_MAX_RANGES ranges that replaces *map (a
+ * calloc'd array of *n): *map is left as it was on error. */
+int memrange_keep_out_map(struct mem_range **map, size_t *n, const struct mem_range *keep,
+                          size_t nk);
+
 /* True when [start, end] (inclusive) and r overlap. */
 static inline int memrange_overlaps(const struct mem_range *r, uint64_t start, uint64_t end) {
 	return start <= r->end && r->start <= end;

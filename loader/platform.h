@@ -4,9 +4,9 @@
 /*
  * What the host's firmware and kernel allow a kexec loader: the firmware
  * (legacy BIOS or UEFI), UEFI Secure Boot, and the kernel's lockdown mode.
- * They decide which backend can work (kexec_load is refused under lockdown;
- * our loader does not pass EFI state yet), and Describe() and the report name
- * them, so an operator sees why a host has no fast handoff.
+ * They decide which backend can work (kexec_load is refused under lockdown; on
+ * UEFI our loader needs the EFI state of efi.h), and Describe() and the report
+ * name them, so an operator sees why a host has no fast handoff.
  *
  * Read from /sys below a root (tests use crafted trees):
  *   /sys/firmware/efi                  exists: booted through UEFI

@@ -140,11 +140,24 @@ static void test_kexec_loader_select_default_and_fallbacks(void **state) {
 	select_expect(root, &kexec_backend_file, true, true, "using kexec_file_load instead");
 	put(root, "/sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
 
-	/* EFI without runtime-map. */
+	/* EFI without runtime-map, then with a malformed one. */
 	put(root, "/sys/firmware/efi/systab", "x\n");
 	select_expect(root, &kexec_backend_file, true, true, "runtime-map");
 	put(root, "/sys/firmware/efi/runtime-map/0/type", "11\n");
 	select_expect(root, &kexec_backend_file, true, true, "EFI");
+
+	/* A UEFI host whose EFI state the loader can pass (an OVMF host's): kexec_load. */
+	{
+		_cleanup_free_ char *cmd = NULL;
+
+		assert_true(asprintf(&cmd,
+		                     "cp -a '%s'/sys/firmware/efi '%s'/sys/firmware/ && "
+		                     "cp -a '%s'/sys/kernel/boot_params '%s'/sys/kernel/",
+		                     EFI_FIXTURE_DIR, root, EFI_FIXTURE_DIR, root) > 0);
+		assert_int_equal(system(cmd), 0);
+	}
+	put(root, "/sys/firmware/efi/runtime-map/0/type", "0x6\n");
+	select_expect(root, &kexec_backend_loader, true, false, NULL);
 }
 
 static void test_kexec_loader_select_nothing_works(void **state) {
