@@ -25,6 +25,10 @@
 #   lab_stamps MODE IMPLS           purgatory's upgraded.stamps= in /proc/cmdline has mode MODE
 #                                   (v|f|p), an implementation in IMPLS (a regex class, e.g.
 #                                   "[sag]" or "-") and ordered TSC values (stamps.txt + marker)
+#   lab_policy_fast                 the drop-in an operator writes for a host whose machine-check
+#                                   and EDAC counts are unknown: Mode=fast, AllowFast=yes
+#                                   (check-config.txt), then restarts the daemon, which reads
+#                                   its policy when it starts
 #   lab_report_says MODE            the newest report names the kexec_load backend, handoff
 #                                   mode MODE and result success
 #   lab_check_loader_report MODE    checks after a handoff through our loader: a report was
@@ -196,6 +200,17 @@ lab_wait_report() {
 }
 
 # E,V,J as 16 lowercase hex digits, then mode and implementation (docs/purgatory.md).
+lab_policy_fast() {
+        mkdir -p /etc/upgraded/upgraded.conf.d
+        cat >/etc/upgraded/upgraded.conf.d/50-lab-fast.conf <<'CONF'
+[Handoff]
+Mode=fast
+AllowFast=yes
+CONF
+        upgraded --check-config >"$LAB_RESULTS/check-config.txt" 2>&1
+        systemctl restart upgraded.service
+}
+
 lab_stamps() {
         local s
         s=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^upgraded\.stamps=//p' | tail -n 1)

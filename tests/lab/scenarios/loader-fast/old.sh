@@ -5,7 +5,7 @@
 # IOMMU (lab.conf), so the policy's own facts see DMA remapping; its kernel
 # (Debian's cloud flavour) has neither machine-check nor EDAC support, so
 # those health facts stay unknown. Mode=auto refuses fast for that; the drop-in
-# below is what an operator writes for such a host: Mode=fast with
+# (lab_policy_fast) is what an operator writes for such a host: Mode=fast with
 # AllowFast=yes, where unknown health facts are warnings and everything known
 # (IOMMU, taint, files, memory map) must still hold. The dry run must say fast.
 . /lab-payload/scenarios/lib.sh
@@ -15,15 +15,7 @@ ls /sys/class/iommu >"$LAB_RESULTS/iommu.txt" 2>&1 || true
 # The policy wants every group translating (DMA, DMA-FQ), not passthrough (identity).
 grep -H . /sys/kernel/iommu_groups/*/type >"$LAB_RESULTS/iommu-groups.txt" 2>&1 || true
 lab_check iommu-registered test -n "$(ls /sys/class/iommu)"
-mkdir -p /etc/upgraded/upgraded.conf.d
-cat >/etc/upgraded/upgraded.conf.d/50-lab-fast.conf <<'CONF'
-[Handoff]
-Mode=fast
-AllowFast=yes
-CONF
-upgraded --check-config >"$LAB_RESULTS/check-config.txt" 2>&1
-# The daemon reads its policy when it starts.
-systemctl restart upgraded.service
+lab_policy_fast
 lab_check backend-kexec-load sh -c "upgradectl show -p Backend --value | grep -qx kexec_load"
 upgradectl stage "/boot/vmlinuz-$LAB_KERNEL_NEW" --initrd "/boot/initrd.img-$LAB_KERNEL_NEW" \
         --reuse-cmdline >"$LAB_RESULTS/stage.txt" 2>&1

@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 # upgraded, staged kernel after the panic path: the crash kernel took the
-# update over and kexeced here with the full memory map. upgraded.service
+# update over and kexeced here with the full memory map and the EFI state. upgraded.service
 # found its handoff record, restored the VMs and wrote a report that names the
 # panic path. The runner checks the boots on the console, the counters and the
 # report's schema.
@@ -16,6 +16,12 @@ PANIC_PLAIN=lab-counter-1
 ok=true
 lab_check kernel-is-new test "$(uname -r)" = "$LAB_KERNEL_NEW" || ok=false
 lab_check not-crash-kernel sh -c '! grep -qw "upgraded\.panic=1" /proc/cmdline' || ok=false
+# A UEFI host (lab.conf): the EFI state went through two of our loads (old kernel to
+# crash kernel, crash kernel to here), and the firmware still answers.
+lab_check efi-after-two-loads test -d /sys/firmware/efi/runtime-map/0 || ok=false
+lab_check efivars-readable sh -c 'od -An -tx1 \
+        /sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c | \
+        grep -Eq "^ *06 00 00 00 0[01] *$"' || ok=false
 # The old kernel failed one commit on purpose (kd_rollback): wait for the successful report.
 pn_success_report() {
         local i

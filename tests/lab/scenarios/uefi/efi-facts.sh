@@ -18,3 +18,32 @@ lab_efi_facts() {
         findmnt -n /sys/firmware/efi/efivars | sed 's/^/efivarfs: /'
         ls /sys/firmware/efi/efivars | wc -l | sed 's/^/efivars: /'
 }
+
+# The same files copied into a directory tree under $1 (a root the loader's unit
+# tests read through loader_options.root): what a kexec loader reads on this host.
+lab_efi_tree() {
+        local dest=$1 f
+        for f in $(find /sys/firmware/efi/runtime-map /sys/firmware/memmap -type f) \
+                /sys/firmware/efi/systab /sys/firmware/efi/fw_platform_size \
+                /sys/firmware/efi/fw_vendor /sys/firmware/efi/runtime \
+                /sys/firmware/efi/config_table /sys/kernel/boot_params/data \
+                /sys/kernel/boot_params/version /proc/iomem; do
+                [ -r "$f" ] || continue
+                mkdir -p "$dest$(dirname "$f")"
+                cat "$f" >"$dest$f"
+        done
+        mkdir -p "$dest/sys/firmware/efi/efivars" "$dest/sys/kernel/security"
+        cat "$LAB_EFI_SECURE_BOOT" >"$dest$LAB_EFI_SECURE_BOOT" 2>/dev/null
+        cat /sys/kernel/security/lockdown >"$dest/sys/kernel/security/lockdown" 2>/dev/null
+        tar -C "$dest" -czf "$dest.tar.gz" . && rm -rf "$dest"
+}
+
+# The runtime regions as "phys virt pages type attribute" lines, sorted: the set a
+# kexec'd kernel must see again (its indices may differ).
+lab_efi_runtime_regions() {
+        local d
+        for d in /sys/firmware/efi/runtime-map/*/; do
+                echo "$(cat "$d/phys_addr") $(cat "$d/virt_addr") $(cat "$d/num_pages")" \
+                        "$(cat "$d/type") $(cat "$d/attribute")"
+        done | sort
+}
