@@ -3,7 +3,7 @@
  * What stage accepts, carries and refuses, without a bus: unknown and invalid ids,
  * bad input that must change nothing, the command line it reuses and the memmap=
  * it carries, and a backend or kernel that cannot load, each refused by its name
- * (under lockdown: the image's signature).
+ * (under lockdown or enforced verification: the image's signature).
  */
 #include <dirent.h>
 
@@ -184,6 +184,10 @@ static int load_eperm(const char *root, const KexecImage *image) {
 	return -EPERM;
 }
 
+static int load_enokey(const char *root, const KexecImage *image) {
+	return -ENOKEY;
+}
+
 static void test_context_kexec_unavailable_is_named(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_free_ char *dir = NULL;
@@ -224,6 +228,26 @@ static void test_context_kexec_unavailable_is_named(void **state) {
 	c->platform.lockdown = PLATFORM_LOCKDOWN_NONE;
 	assert_true(context_stage(c, &req, &u, &e) < 0);
 	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_KEXEC_UNAVAILABLE));
+	sd_bus_error_free(&e);
+	/* ENOKEY where verification is enforced (Secure Boot's arch policy): the same
+	 * refusal, named with what enforces it. */
+	broken.load = load_enokey;
+	c->platform.secure_boot = PLATFORM_SECURE_BOOT_ENABLED;
+	c->platform.lockdown = PLATFORM_LOCKDOWN_INTEGRITY;
+	assert_true(context_stage(c, &req, &u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_INVALID_IMAGE));
+	assert_non_null(strstr(e.message, "under lockdown (integrity) and Secure Boot, it loads"));
+	assert_non_null(strstr(e.message, "Required key not available"));
+	sd_bus_error_free(&e);
+	c->platform.lockdown = PLATFORM_LOCKDOWN_NONE;
+	assert_true(context_stage(c, &req, &u, &e) < 0);
+	assert_non_null(
+	        strstr(e.message, "': with Secure Boot, it loads only kernels whose signature"));
+	sd_bus_error_free(&e);
+	c->platform.secure_boot = PLATFORM_SECURE_BOOT_DISABLED;
+	assert_true(context_stage(c, &req, &u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_INVALID_IMAGE));
+	assert_non_null(strstr(e.message, "with signature verification enforced, it loads"));
 	sd_bus_error_free(&e);
 	assert_null(u);
 	assert_null(c->active);

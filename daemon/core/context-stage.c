@@ -214,23 +214,37 @@ static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, I
 
 /* The backend refused to load u (r): nothing happened, so its record goes again, and the
  * caller gets the error that names why. */
+/* Did the kernel refuse this image's signature (and would a properly signed one load)?
+ * Under lockdown kexec_file_load answers EPERM ("kexec of unsigned images is
+ * restricted"); where verification is enforced (Secure Boot's IMA arch policy,
+ * KEXEC_SIG_FORCE) ENOKEY ("Enforced kernel signature verification failed"); a
+ * signature by a revoked or distrusted key is EKEYREJECTED. */
+static bool stage_signature_refused(const Context *c, int r) {
+	bool locked = c->platform.lockdown == PLATFORM_LOCKDOWN_INTEGRITY ||
+	              c->platform.lockdown == PLATFORM_LOCKDOWN_CONFIDENTIALITY;
+
+	return r == -ENOKEY || r == -EKEYREJECTED || (r == -EPERM && locked);
+}
+
 static int stage_load_failed(Context *c, Update *u, int r, sd_bus_error *error) {
 	_cleanup_free_ char *path = NULL;
+	bool locked = c->platform.lockdown == PLATFORM_LOCKDOWN_INTEGRITY ||
+	              c->platform.lockdown == PLATFORM_LOCKDOWN_CONFIDENTIALITY;
+	bool sb = c->platform.secure_boot == PLATFORM_SECURE_BOOT_ENABLED;
 
 	if (context_record_path(c, u->id, &path) >= 0)
 		(void)unlink(path);
-	/* Under lockdown kexec_file_load refuses (EPERM, "kexec of unsigned images is
-	 * restricted") a kernel whose signature no key of the kernel's keyrings accepts:
-	 * this image is refused, another one (signed by a trusted key) would not be. */
-	if ((r == -EPERM || r == -EKEYREJECTED) &&
-	    (c->platform.lockdown == PLATFORM_LOCKDOWN_INTEGRITY ||
-	     c->platform.lockdown == PLATFORM_LOCKDOWN_CONFIDENTIALITY))
+	if (stage_signature_refused(c, r))
 		return sd_bus_error_setf(
 		        error, UPGRADE_ERROR_INVALID_IMAGE,
-		        "The kernel refused '%s': lockdown (%s) loads only kernels whose signature "
-		        "a key in its keyrings accepts (built-in, secondary, or on a UEFI boot the "
+		        "The kernel refused '%s': %s%s%s%s it loads only kernels whose signature a "
+		        "key in its keyrings accepts (built-in, secondary, or on a UEFI boot the "
 		        "firmware's and shim's), and this one's was not accepted: %s.",
-		        u->kernel.path, platform_lockdown_to_string(c->platform.lockdown),
+		        u->kernel.path, locked ? "under lockdown (" : "",
+		        locked ? platform_lockdown_to_string(c->platform.lockdown) : "",
+		        locked ? ")" : "",
+		        sb ? (locked ? " and Secure Boot," : "with Secure Boot,")
+		           : (locked ? "," : "with signature verification enforced,"),
 		        strerror(-r));
 	if (kexec_errno_is_unavailable(r))
 		return sd_bus_error_setf(error, UPGRADE_ERROR_KEXEC_UNAVAILABLE,
