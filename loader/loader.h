@@ -26,8 +26,11 @@
 #include "purgatory-abi.h"
 #include "sha256.h"
 
-/* The panic image's command line carries this mark before purgatory's stamps. */
-#define LOADER_PANIC_CMDLINE_MARK   "reset_devices upgraded.panic=1"
+/* The panic image's command line carries this mark before purgatory's stamps. The
+ * crash kernel boots on whichever CPU panicked; bringing the others up from there
+ * (INIT/SIPI to a CPU the dead kernel left in any state) can hang, which is why kdump
+ * runs its capture kernel with one CPU: so does ours (it only loads and kexecs). */
+#define LOADER_PANIC_CMDLINE_MARK   "nr_cpus=1 reset_devices upgraded.panic=1"
 /* Every other (normal) image carries this one instead: the kernel it starts knows it
  * was booted by an update's handoff, for that one boot (upgraded-defer-generator(8)). */
 #define LOADER_HANDOFF_CMDLINE_MARK "upgraded.handoff=1"

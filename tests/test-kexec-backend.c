@@ -131,12 +131,12 @@ static void test_kexec_file_syscall_arguments(void **state) {
 	img.flags = KEXEC_IMAGE_PANIC;
 	assert_int_equal(kexec_backend_file.load(NULL, &img), 0);
 	assert_int_equal(s.initrd_fd, 8);
-	assert_string_equal(s.cmdline, "quiet reset_devices upgraded.panic=1");
+	assert_string_equal(s.cmdline, "quiet nr_cpus=1 reset_devices upgraded.panic=1");
 	assert_int_equal(s.cmdline_len, strlen(s.cmdline) + 1);
 	assert_int_equal(s.flags, 0x2);
 	img.cmdline = NULL;
 	assert_int_equal(kexec_backend_file.load(NULL, &img), 0);
-	assert_string_equal(s.cmdline, "reset_devices upgraded.panic=1");
+	assert_string_equal(s.cmdline, "nr_cpus=1 reset_devices upgraded.panic=1");
 	img.flags = 0;
 	assert_int_equal(kexec_backend_file.load(NULL, &img), 0);
 	assert_string_equal(s.cmdline, "upgraded.handoff=1");
