@@ -49,6 +49,11 @@
 #                                   counters are measured on the update's two kernels only),
 #                                   print "next-boot" and reboot; the runner boots the same
 #                                   disks once more (phase again), whose again.sh finishes
+#   lab_next_panic                  the new kernel's phase of a scenario with AFTER_NEW=panic
+#                                   (lab.conf), once it staged again: collect, print
+#                                   "next-panic" and crash the kernel (sysrq c); the crash
+#                                   kernel runs phase "panic" (panic.sh), whose lab_finish
+#                                   ends the run
 #   lab_unit_mono UNIT              a unit's ActiveEnterTimestampMonotonic (usec, 0: never)
 #   lab_journal_mono MESSAGE_ID     the monotonic usec of this boot's last journal entry
 #                                   with that MESSAGE_ID (empty when there is none)
@@ -322,6 +327,14 @@ lab_next_boot() {
         sync
         umount "$LAB_RESULTS" 2>/dev/null
         systemctl --no-block reboot
+}
+
+lab_next_panic() {
+        lab_collect
+        lab_marker next-panic phase="$LAB_PHASE"
+        sync
+        umount "$LAB_RESULTS" 2>/dev/null
+        echo c >/proc/sysrq-trigger
 }
 
 lab_finish() {
