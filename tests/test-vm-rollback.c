@@ -116,7 +116,8 @@ static void test_checkpoint_pause_timeout(void **state) {
 		usleep(10000);
 	assert_int_equal(inj.late_resumes, 1);
 	assert_all_running_no_image();
-	usleep(100000); /* the thread drops its domain reference after the resume */
+	/* The thread drops its domain reference after the resume. */
+	assert_int_equal(vm_wait_detached(10 * 1000000ULL), 0);
 	vm_results_free(r);
 }
 

@@ -171,6 +171,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
 	World *w = *state;
 
+	assert_int_equal(vm_wait_detached(10 * 1000000ULL), 0);
 	vm_set_ops(NULL);
 	w->vms = vms_free(w->vms);
 	w->measure = measure_free(w->measure);

@@ -320,6 +320,9 @@ static inline int setup(void **state) {
 }
 
 static inline int teardown(void **state) {
+	/* A detached call still holding the connection would keep the test host, and the next
+	 * setup would find its domains defined already. */
+	assert_int_equal(vm_wait_detached(10 * 1000000ULL), 0);
 	vm_set_ops(NULL);
 	vm_set_connect_retry(VM_CONNECT_RETRY_DEFAULT);
 	/* The test host is reset once its last connection closes. */

@@ -96,6 +96,7 @@ static void *pause_thread(void *arg) {
 	if (abandoned && r == 0)
 		(void)vm_ops->resume(p->dom);
 	pause_call_unref(p);
+	vm_detached_end();
 	return NULL;
 }
 
@@ -124,8 +125,10 @@ static int pause_domain(virDomainPtr dom, usec_t timeout, VmResult *v) {
 	p->refs = 2;
 	p->dom = dom;
 	virDomainRef(dom);
+	vm_detached_begin();
 	k = pthread_create(&thread, NULL, pause_thread, p);
 	if (k != 0) {
+		vm_detached_end();
 		p->refs = 1;
 		pause_call_unref(p);
 		return vm_fail(v, -k, "pause failed: cannot start a thread: %s", strerror(k));

@@ -26,6 +26,7 @@
 
 static usec_t call_timeout_usec = VM_CALL_TIMEOUT_DEFAULT;
 static bool event_loop_running;
+static unsigned detached_calls; /* threads of detached calls not finished yet */
 
 typedef struct OpenCall {
 	pthread_mutex_t lock;
@@ -66,6 +67,7 @@ static void *open_thread(void *arg) {
 	pthread_cond_broadcast(&o->cond);
 	pthread_mutex_unlock(&o->lock);
 	open_call_unref(o);
+	vm_detached_end();
 	return NULL;
 }
 
@@ -76,7 +78,26 @@ static void *event_thread(void *arg) {
 	return NULL;
 }
 
+void vm_detached_begin(void) {
+	__atomic_add_fetch(&detached_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+void vm_detached_end(void) {
+	__atomic_sub_fetch(&detached_calls, 1, __ATOMIC_SEQ_CST);
+}
+
 /* ---- public entry points ---- */
+
+int vm_wait_detached(usec_t timeout) {
+	usec_t deadline = vm_now(CLOCK_MONOTONIC) + timeout;
+
+	while (__atomic_load_n(&detached_calls, __ATOMIC_SEQ_CST) > 0) {
+		if (vm_now(CLOCK_MONOTONIC) >= deadline)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
 
 void vm_set_call_timeout(usec_t usec) {
 	call_timeout_usec = usec ?: VM_CALL_TIMEOUT_DEFAULT;
@@ -125,8 +146,10 @@ int vm_connect(const char *uri, virConnectPtr *ret, char **ret_error) {
 	pthread_cond_init(&o->cond, &attr);
 	pthread_condattr_destroy(&attr);
 	o->refs = 2;
+	vm_detached_begin();
 	k = pthread_create(&thread, NULL, open_thread, o);
 	if (k != 0) {
+		vm_detached_end();
 		o->refs = 1;
 		open_call_unref(o);
 		return -k;

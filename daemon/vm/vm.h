@@ -343,3 +343,10 @@ void vm_set_call_timeout(usec_t usec); /* 0: VM_CALL_TIMEOUT_DEFAULT */
 usec_t vm_call_timeout(void);
 int vm_event_loop_start(void);
 int vm_connect(const char *uri, virConnectPtr *ret, char **ret_error);
+/*
+ * Calls a caller stopped waiting for (a connection, a pause) finish on threads of their own,
+ * holding a reference on the connection until they do. Waits until none is left, at most
+ * timeout: 0, or -ETIMEDOUT with calls still in flight (libvirt still not answering). Before
+ * the last connection is closed or the process exits, so that nothing is torn down under them.
+ */
+int vm_wait_detached(usec_t timeout);
