@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "boot-cpu.h"
 #include "bootparam.h"
 #include "efi.h"
 #include "fileio.h"
@@ -373,17 +374,32 @@ static int read_efi(const char *root, struct loader_image *img, struct mem_range
 	return memrange_keep_out_map(map, n, keep, img->efi->nr_map);
 }
 
+/* disable_cpu_apicid=<BSP> and a blank, or "" (boot-cpu.h): a crash image always names the
+ * BSP; any other image when this kernel does not run on it. */
+static void boot_cpu_word(const struct loader_options *o,
+                          char buf[static sizeof(BOOT_CPU_PARAM_MAX)]) {
+	BootCpu b;
+
+	buf[0] = '\0';
+	if (boot_cpu_read(o->root, &b) < 0 || !b.known)
+		return;
+	if (o->panic || boot_cpu_parked(&b))
+		snprintf(buf, sizeof(BOOT_CPU_PARAM_MAX), BOOT_CPU_PARAM "%u ", b.bsp);
+}
+
 static int build_cmdline(const struct loader_options *o, const struct bzimage_info *bz, char **ret,
                          size_t *ret_field_offset, LoaderError *ret_error) {
 	const char *user = o->cmdline ?: "";
 	_cleanup_free_ char *s = NULL;
+	char cpu[sizeof(BOOT_CPU_PARAM_MAX)];
 	int n;
 
 	if (string_has_cc(user) || strstr(user, PURGATORY_STAMPS_KEY)) {
 		*ret_error = LOADER_ERR_CMDLINE_INVALID;
 		return -EINVAL;
 	}
-	n = asprintf(&s, "%s%s%s%s%s", user, *user ? " " : "",
+	boot_cpu_word(o, cpu);
+	n = asprintf(&s, "%s%s%s%s%s%s", user, *user ? " " : "", cpu,
 	             o->panic ? LOADER_PANIC_CMDLINE_MARK " " : LOADER_HANDOFF_CMDLINE_MARK " ",
 	             PURGATORY_STAMPS_KEY, PURGATORY_STAMPS_TEMPLATE);
 	if (n < 0)

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "boot-cpu.h"
 #include "bzimage.h"
 #include "handoff-mode.h"
 #include "purgatory-abi.h"
@@ -34,11 +35,11 @@
 /* Every other (normal) image carries this one instead: the kernel it starts knows it
  * was booted by an update's handoff, for that one boot (upgraded-defer-generator(8)). */
 #define LOADER_HANDOFF_CMDLINE_MARK "upgraded.handoff=1"
-/* The most the loader appends to a caller's command line (" " mark " " and the
- * stamps key with its field): a caller's line must leave this much room below the
- * kernel's cmdline_size. */
-#define LOADER_CMDLINE_APPENDED_MAX                                           \
-	(sizeof(" " LOADER_PANIC_CMDLINE_MARK " " PURGATORY_STAMPS_KEY) - 1 + \
+/* The most the loader appends to a caller's command line (" " disable_cpu_apicid=N
+ * (boot-cpu.h) " " mark " " and the stamps key with its field): a caller's line must
+ * leave this much room below the kernel's cmdline_size. */
+#define LOADER_CMDLINE_APPENDED_MAX                                                              \
+	(sizeof(BOOT_CPU_PARAM_MAX " " LOADER_PANIC_CMDLINE_MARK " " PURGATORY_STAMPS_KEY) - 1 + \
 	 PURGATORY_STAMPS_FIELD_LEN)
 _Static_assert(sizeof(LOADER_HANDOFF_CMDLINE_MARK) <= sizeof(LOADER_PANIC_CMDLINE_MARK),
                "LOADER_CMDLINE_APPENDED_MAX counts the longer mark");

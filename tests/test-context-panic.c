@@ -67,10 +67,21 @@ static char *commit_then_crash(World *w, unsigned point, bool fast) {
 	return id;
 }
 
-static Context *boot_crash_kernel(World *w) {
-	write_cmdline(w, "root=/dev/vda1 ro crashkernel=384M reset_devices upgraded.panic=1 "
-	                 "upgraded.stamps=x\n");
+/* The crash kernel; on_second_cpu: the panic came on the CPU with APIC id 1, not on the
+ * boot CPU (0) its command line names (loader/boot-cpu.h). */
+static Context *boot_crash_kernel_on(World *w, bool on_second_cpu) {
+	assert_int_equal(test_write_file(w->root, "/proc/cpuinfo",
+	                                 on_second_cpu ? "processor\t: 0\napicid\t\t: 1\n"
+	                                               : "processor\t: 0\napicid\t\t: 0\n",
+	                                 0644),
+	                 0);
+	write_cmdline(w, "root=/dev/vda1 ro crashkernel=384M disable_cpu_apicid=0 reset_devices "
+	                 "upgraded.panic=1 upgraded.stamps=x\n");
 	return boot(w, NEW_KERNEL, BOOT_P, true);
+}
+
+static Context *boot_crash_kernel(World *w) {
+	return boot_crash_kernel_on(w, false);
 }
 
 /* The last load request the record backend saw for the normal (not crash) slot. */
@@ -116,9 +127,9 @@ static void assert_nothing_handed_over(World *w, json_object *before) {
 	json_object_put(after);
 }
 
-static void assert_report_has_panic_path(World *w, const char *id, const char *phase) {
+static void assert_report_has_panic_path(World *w, const char *id, const char *phase, bool parked) {
 	_cleanup_free_ char *data = read_disk(w, "reports", id);
-	json_object *o, *p;
+	json_object *o, *p, *v;
 
 	assert_non_null(data);
 	o = json_tokener_parse(data);
@@ -127,6 +138,13 @@ static void assert_report_has_panic_path(World *w, const char *id, const char *p
 	assert_non_null(p);
 	assert_string_equal(jstr(p, "crash_kernel_boot_id"), BOOT_P);
 	assert_string_equal(jstr(p, "crashed_in_phase"), phase);
+	/* The boot CPU the staged kernel left parked, or null. */
+	assert_true(json_object_object_get_ex(p, "boot_cpu_parked", &v));
+	if (parked) {
+		assert_true(json_object_is_type(v, json_type_int));
+		assert_int_equal(json_object_get_int64(v), 0);
+	} else
+		assert_null(v);
 	json_object_put(o);
 	assert_report_valid(w, id);
 }
@@ -134,7 +152,8 @@ static void assert_report_has_panic_path(World *w, const char *id, const char *p
 /* The three states in which the crash kernel can finish the update: it loads the
  * staged kernel as an ordinary, verified image with the saved full memory map,
  * requests the reboot, restores no VM; the staged kernel then completes. */
-static void panic_takeover_completes(World *w, unsigned point, const char *phase, bool fast) {
+static void panic_takeover_completes(World *w, unsigned point, const char *phase, bool fast,
+                                     bool on_second_cpu) {
 	_cleanup_free_ char *id = commit_then_crash(w, point, fast), *memmap = NULL;
 	json_object *load;
 	unsigned requests = w->requests;
@@ -142,7 +161,7 @@ static void panic_takeover_completes(World *w, unsigned point, const char *phase
 	Update *u;
 
 	assert_int_equal(w->pre, point == CRASH_IN_CHECKPOINT ? 0 : 1);
-	c = boot_crash_kernel(w);
+	c = boot_crash_kernel_on(w, on_second_cpu);
 	assert_true(c->panic_kernel);
 	{
 		_cleanup_free_ char *json = NULL;
@@ -159,6 +178,8 @@ static void panic_takeover_completes(World *w, unsigned point, const char *phase
 	assert_int_equal(u->handoff, HANDOFF_MODE_VERIFIED);
 	assert_non_null(update_find_stamp(u, "panic-recovery"));
 	assert_non_null(update_find_stamp(u, "panic-handoff"));
+	assert_int_equal(u->panic_parked_cpu, on_second_cpu);
+	assert_int_equal(u->panic_parked_apicid, 0);
 	assert_int_equal(w->requests, requests + 1);
 	assert_int_equal(w->post, 0);     /* no VM restored on the crash kernel */
 	assert_int_equal(w->rollback, 0); /* nor resumed */
@@ -173,7 +194,7 @@ static void panic_takeover_completes(World *w, unsigned point, const char *phase
 	context_free(c);
 
 	/* A restart on the same crash kernel waits for the requested kexec. */
-	c = boot_crash_kernel(w);
+	c = boot_crash_kernel_on(w, on_second_cpu);
 	assert_int_equal(context_find(c, id)->state, UPDATE_COMMITTING);
 	assert_int_equal(w->requests, requests + 1);
 	context_free(c);
@@ -186,20 +207,20 @@ static void panic_takeover_completes(World *w, unsigned point, const char *phase
 	assert_int_equal(u->state, UPDATE_DONE);
 	assert_int_equal(w->post, 1);
 	assert_int_equal(w->rollback, 0);
-	assert_report_has_panic_path(w, id, phase);
+	assert_report_has_panic_path(w, id, phase, on_second_cpu);
 	context_free(c);
 }
 
 static void test_context_panic_after_checkpoint(void **state) {
-	panic_takeover_completes(*state, CRASH_AFTER_CHECKPOINT, PHASE_PRE_HANDOFF, false);
+	panic_takeover_completes(*state, CRASH_AFTER_CHECKPOINT, PHASE_PRE_HANDOFF, false, false);
 }
 
 static void test_context_panic_after_handoff_record(void **state) {
-	panic_takeover_completes(*state, CRASH_AFTER_HANDOFF_RECORD, PHASE_HANDOFF, false);
+	panic_takeover_completes(*state, CRASH_AFTER_HANDOFF_RECORD, PHASE_HANDOFF, false, true);
 }
 
 static void test_context_panic_after_request_fast_becomes_verified(void **state) {
-	panic_takeover_completes(*state, CRASH_AFTER_REQUEST, PHASE_HANDOFF_REQUESTED, true);
+	panic_takeover_completes(*state, CRASH_AFTER_REQUEST, PHASE_HANDOFF_REQUESTED, true, false);
 }
 
 /* Crashed before every VM was checkpointed: failed with the step named, nothing
@@ -214,7 +235,7 @@ static void test_context_panic_during_checkpoint_fails(void **state) {
 	assert_int_equal(u->state, UPDATE_FAILED);
 	assert_non_null(strstr(u->error, "'vm-checkpoint'"));
 	assert_nothing_handed_over(w, before);
-	assert_report_has_panic_path(w, id, PHASE_PRE_HANDOFF);
+	assert_report_has_panic_path(w, id, PHASE_PRE_HANDOFF, false);
 	context_free(c);
 }
 
@@ -237,7 +258,7 @@ static void panic_files_changed(World *w, bool initrd) {
 	assert_non_null(strstr(u->error, "changed"));
 	assert_non_null(strstr(u->error, initrd ? "initrd" : "kernel"));
 	assert_nothing_handed_over(w, before);
-	assert_report_has_panic_path(w, id, PHASE_PRE_HANDOFF);
+	assert_report_has_panic_path(w, id, PHASE_PRE_HANDOFF, false);
 	context_free(c);
 
 	/* The next regular boot leaves the finished update alone. */
@@ -273,7 +294,7 @@ static void test_context_panic_without_memmap_fails(void **state) {
 	assert_non_null(strstr(u->error, "memory map"));
 	assert_int_equal(w->requests, 0);
 	assert_int_equal(w->post, 0);
-	assert_report_has_panic_path(w, id, PHASE_HANDOFF);
+	assert_report_has_panic_path(w, id, PHASE_HANDOFF, false);
 	context_free(c);
 }
 

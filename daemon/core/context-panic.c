@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 #include <systemd/sd-id128.h>
 
+#include "boot-cpu.h"
 #include "cmdline.h"
 #include "context-private.h"
 #include "fileio.h"
@@ -69,6 +71,7 @@ static int context_panic_handoff(Context *c, Update *u) {
 	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
 	_cleanup_free_ char *why = NULL, *memmap = NULL;
 	KexecImage img;
+	BootCpu cpu;
 	int r;
 
 	/* 1. On disk first: the crash kernel took the update over, and from where. */
@@ -101,7 +104,23 @@ static int context_panic_handoff(Context *c, Update *u) {
 		                          "no memory map was saved at stage: the crash kernel "
 		                          "knows only its reservation");
 
-	/* 4. An ordinary image, always verified, whatever the policy chose. */
+	/* 4. After a panic on another CPU than the boot CPU, the loader tells the staged
+	 * kernel to leave the boot CPU parked (INIT to it resets the machine): said in the
+	 * record, for the report. */
+	r = boot_cpu_read(c->root, &cpu);
+	if (r < 0)
+		return r;
+	if (boot_cpu_parked(&cpu) && !u->panic_parked_cpu) {
+		log_warning(
+		        "Update %s: the crash kernel runs on CPU (APIC id) %" PRIu32 ", not on the "
+		        "boot CPU %" PRIu32 ": the staged kernel leaves that one parked until the "
+		        "next reboot.",
+		        u->id, cpu.running, cpu.bsp);
+		u->panic_parked_cpu = true;
+		u->panic_parked_apicid = cpu.bsp;
+	}
+
+	/* 5. An ordinary image, always verified, whatever the policy chose. */
 	img = (KexecImage){ .kernel_fd = k.fd,
 		            .initrd_fd = i.fd,
 		            .kernel_path = u->kernel.path,
@@ -132,7 +151,7 @@ static int context_panic_handoff(Context *c, Update *u) {
 	if (c->measure.panic_takeover)
 		c->measure.panic_takeover(c, u, c->measure.userdata);
 
-	/* 5. The handoff record of the second kexec and the reboot, as a regular
+	/* 6. The handoff record of the second kexec and the reboot, as a regular
 	 * commit does them (a failure ends in context_panic_fail()). */
 	return context_handoff(c, u, "panic-handoff");
 }

@@ -238,6 +238,8 @@ int update_to_json(const Update *u, json_object **ret) {
 	add_str(o, "handoff_boot_id", u->handoff_boot_id);
 	add_str(o, "panic_boot_id", u->panic_boot_id);
 	add_str(o, "panic_from_phase", u->panic_from_phase);
+	if (u->panic_parked_cpu)
+		add_u64(o, "panic_parked_apicid", u->panic_parked_apicid);
 	add_str(o, "booted_kernel", u->booted_kernel);
 	add_str(o, "error", u->error);
 
@@ -462,6 +464,14 @@ int update_from_json(json_object *o, Update **ret) {
 	if (json_object_object_get_ex(o, "verified_bytes", NULL) &&
 	    get_u64(o, "verified_bytes", &u->verified_bytes) < 0)
 		return -EBADMSG;
+	if (json_object_object_get_ex(o, "panic_parked_apicid", NULL)) {
+		uint64_t apicid;
+
+		if (get_u64(o, "panic_parked_apicid", &apicid) < 0 || apicid > UINT32_MAX)
+			return -EBADMSG;
+		u->panic_parked_cpu = true;
+		u->panic_parked_apicid = (uint32_t)apicid;
+	}
 	u->reuse_cmdline = get_bool(o, "reuse_cmdline");
 	u->crash_image_loaded = get_bool(o, "crash_image_loaded");
 

@@ -88,6 +88,10 @@ typedef struct Update {
 	 * crashed. NULL: the old kernel never crashed during this update. */
 	char *panic_boot_id;
 	char *panic_from_phase;
+	/* The crash kernel ran on another CPU than the machine's boot CPU: the staged kernel
+	 * was told to leave that one parked (loader/boot-cpu.h), its APIC id. */
+	bool panic_parked_cpu;
+	uint32_t panic_parked_apicid;
 	char *booted_kernel; /* running when the commit was resolved */
 	char *error;         /* why it failed */
 	char **hooks_done;   /* "<kind>:<name>" of finished hook steps */

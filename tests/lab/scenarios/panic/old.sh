@@ -82,6 +82,9 @@ upgradectl status >"$LAB_RESULTS/status-hold.txt" 2>&1 || true
 cp /var/lib/upgraded/updates/*.json "$LAB_RESULTS/" 2>/dev/null || true
 journalctl --no-pager -o short-monotonic -b 0 >"$LAB_RESULTS/journal-old-before-crash.txt" 2>&1 || true
 sync
-lab_marker old-kernel-crash method=sysrq-c
+# On the second CPU, never the boot CPU: the crash kernel then starts on a CPU that is not
+# the machine's BSP, and the kernel it hands over to must not send INIT to the BSP the dead
+# kernel parked (docs/state-machine.md, "The panic path"). A panic on the BSP is the easy case.
+lab_marker old-kernel-crash method=sysrq-c cpu=1
 echo 1 >/proc/sys/kernel/sysrq
-echo c >/proc/sysrq-trigger
+taskset -c 1 sh -c 'echo c >/proc/sysrq-trigger'
