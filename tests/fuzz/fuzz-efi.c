@@ -6,12 +6,16 @@
  *   0  the rest as /sys/firmware/efi/systab text;
  *   1  the rest as runtime regions (40 bytes each: type, phys, virt, pages,
  *      attribute), the accepted ones written into a zero page sized exactly for
- *      them, whose efi_info and setup_data must then describe them.
+ *      them, whose efi_info and setup_data must then describe them;
+ *  2  the rest as /proc/cpuinfo text, 3 as /proc/cmdline (loader/boot-cpu.c: which CPU
+ *      the machine booted on, for the disable_cpu_apicid= word of the next kernel).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot-cpu.h"
 #include "bootparam.h"
 #include "efi.h"
 #include "macros.h"
@@ -62,6 +66,7 @@ static void fuzz_regions(const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	uint64_t a, b, c;
+	uint32_t v;
 	char *text;
 
 	if (size < 1)
@@ -75,7 +80,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	(void)efi_systab_parse(text, &a, &b, &c);
+	if (data[0] == 2)
+		(void)boot_cpu_parse_cpuinfo(text, &v);
+	else if (data[0] == 3 && boot_cpu_parse_cmdline(text, &v) == 0) {
+		/* What the loader appends must read back as the same CPU. */
+		char word[sizeof(BOOT_CPU_PARAM_MAX)];
+		uint32_t back;
+
+		snprintf(word, sizeof(word), BOOT_CPU_PARAM "%u", v);
+		if (boot_cpu_parse_cmdline(word, &back) != 0 || back != v)
+			abort();
+	} else
+		(void)efi_systab_parse(text, &a, &b, &c);
 	free(text);
 	return 0;
 }
