@@ -111,11 +111,12 @@ static int context_panic_handoff(Context *c, Update *u) {
 	if (r < 0)
 		return r;
 	if (boot_cpu_parked(&cpu) && !u->panic_parked_cpu) {
-		log_warning(
-		        "Update %s: the crash kernel runs on CPU (APIC id) %" PRIu32 ", not on the "
-		        "boot CPU %" PRIu32 ": the staged kernel leaves that one parked until the "
-		        "next reboot.",
-		        u->id, cpu.running, cpu.bsp);
+		log_warning("Update %s: the crash kernel runs on CPU (APIC id) %" PRIu32
+		            ", not on the boot CPU %" PRIu32
+		            ": the staged kernel leaves that one parked in the dead kernel until "
+		            "the next reboot; plan one once the VMs can move (docs/loader.md, "
+		            "\"The boot CPU\").",
+		            u->id, cpu.running, cpu.bsp);
 		u->panic_parked_cpu = true;
 		u->panic_parked_apicid = cpu.bsp;
 	}
