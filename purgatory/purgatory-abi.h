@@ -75,7 +75,14 @@
 #define PURGATORY_STAMPS_IMPL_SHANI    's'
 #define PURGATORY_STAMPS_IMPL_AVX2     'a'
 #define PURGATORY_STAMPS_IMPL_GENERIC  'g'
+#define PURGATORY_STAMPS_IMPL_SSE2     'x' /* the xmm-schedule assembly */
 #define PURGATORY_STAMPS_IMPL_NONE     '-' /* fast mode: nothing hashed */
+/* The letter of each Sha256Impl (sha256.h), in the enum's order: an array initializer. */
+#define PURGATORY_STAMPS_IMPL_OF_SHA256                                         \
+	{                                                                       \
+		PURGATORY_STAMPS_IMPL_GENERIC, PURGATORY_STAMPS_IMPL_AVX2,      \
+		        PURGATORY_STAMPS_IMPL_SHANI, PURGATORY_STAMPS_IMPL_SSE2 \
+	}
 
 /*
  * One segment as purgatory checks it: [addr, addr + filesz) is what was loaded
@@ -121,8 +128,9 @@ struct purgatory_params {
 	/* Written by purgatory as it runs (also readable from a crash dump). */
 	struct purgatory_stamps stamps;
 	uint32_t sha256_impl; /* Sha256Impl purgatory picked */
-	/* 0: the implementation measured fastest at run time; otherwise
-	 * Sha256Impl + 1, used when the CPU supports it (tests, diagnostics). */
+	/* Sha256Impl + 1: the implementation the loader timed fastest on the
+	 * staged bytes (loader_sha256_pick()), used when the CPU supports it;
+	 * 0: purgatory measures one itself (sha256_mb_calibrate()). */
 	uint32_t sha256_impl_request;
 
 	uint64_t chunk_size;   /* a multiple of 64, >= PURGATORY_CHUNK_SIZE_MIN */

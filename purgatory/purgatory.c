@@ -148,14 +148,10 @@ void purgatory_format_stamps(const struct purgatory_stamps *s, char mode, char i
 }
 
 static char impl_char(Sha256Impl impl) {
-	switch (impl) {
-	case SHA256_IMPL_SHANI:
-		return PURGATORY_STAMPS_IMPL_SHANI;
-	case SHA256_IMPL_AVX2:
-		return PURGATORY_STAMPS_IMPL_AVX2;
-	default:
-		return PURGATORY_STAMPS_IMPL_GENERIC;
-	}
+	static const char letter[] = PURGATORY_STAMPS_IMPL_OF_SHA256;
+
+	_Static_assert(sizeof(letter) == _SHA256_IMPL_MAX, "a stamp letter for every Sha256Impl");
+	return impl >= 0 && impl < _SHA256_IMPL_MAX ? letter[impl] : PURGATORY_STAMPS_IMPL_GENERIC;
 }
 
 /* The chunk layout must be the one this purgatory derives from the sizes:

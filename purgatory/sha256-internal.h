@@ -18,6 +18,10 @@ extern const uint32_t sha256_h0[8] __attribute__((visibility("hidden")));
 /* nblocks 64-byte blocks of one stream into state, with impl (supported). */
 void sha256_blocks_impl(Sha256Impl impl, uint32_t state[8], const uint8_t *data, size_t nblocks);
 
+/* sha256-sse2.S: the rounds unrolled, the schedule in xmm0-xmm15. */
+void sha256_blocks_sse2(uint32_t state[8], const uint8_t *data, size_t nblocks)
+        __attribute__((visibility("hidden")));
+
 /* SHA-NI, two independent streams of nblocks blocks each. */
 void sha256_blocks_shani_x2(uint32_t state0[8], const uint8_t *p0, uint32_t state1[8],
                             const uint8_t *p1, size_t nblocks);

@@ -370,6 +370,9 @@ bool sha256_impl_supported(Sha256Impl impl) {
 	switch (impl) {
 	case SHA256_IMPL_GENERIC:
 		return true;
+	case SHA256_IMPL_SSE2:
+		/* Part of x86_64; purgatory's entry enables it, as user space has it. */
+		return __get_cpuid(1, &a, &b, &c, &d) && (d & bit_SSE2);
 	case SHA256_IMPL_AVX2:
 		if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
 			return false;
@@ -414,6 +417,8 @@ const char *sha256_impl_to_string(Sha256Impl impl) {
 		return "avx2";
 	case SHA256_IMPL_SHANI:
 		return "sha-ni";
+	case SHA256_IMPL_SSE2:
+		return "sse2";
 	default:
 		return NULL;
 	}
@@ -436,6 +441,9 @@ void sha256_blocks_impl(Sha256Impl impl, uint32_t state[8], const uint8_t *data,
 		break;
 	case SHA256_IMPL_AVX2:
 		sha256_blocks_avx2(state, data, nblocks);
+		break;
+	case SHA256_IMPL_SSE2:
+		sha256_blocks_sse2(state, data, nblocks);
 		break;
 	default:
 		sha256_blocks_generic(state, data, nblocks);

@@ -7,10 +7,14 @@
  * The same source builds into host programs and into the freestanding
  * purgatory, so this header and sha256.c use no libc (only compiler headers).
  *
- * Three block functions, chosen at run time from CPUID:
+ * Four block functions, chosen at run time from CPUID:
  *   SHA256_IMPL_SHANI   Intel SHA extensions (sha256rnds2/msg1/msg2)
  *   SHA256_IMPL_AVX2    message schedule of two blocks at once in ymm registers,
  *                       rounds in general registers with BMI2 rorx
+ *   SHA256_IMPL_SSE2    x86_64 assembly, rounds unrolled with immediate
+ *                       constants, the message schedule in the xmm registers:
+ *                       no memory access but the message and the state, which
+ *                       is what an emulated CPU (QEMU's TCG) rewards
  *   SHA256_IMPL_GENERIC portable C, the baseline the kernel's purgatory uses
  * Every implementation produces the same digest; the tests prove it. This is
  * the single-stream API (one message at a time); sha256-mb.h hashes many
@@ -29,6 +33,7 @@ typedef enum Sha256Impl {
 	SHA256_IMPL_GENERIC,
 	SHA256_IMPL_AVX2,
 	SHA256_IMPL_SHANI,
+	SHA256_IMPL_SSE2, /* last: purgatory's sha256_impl_request numbers are an ABI */
 	_SHA256_IMPL_MAX,
 	_SHA256_IMPL_INVALID = -1,
 } Sha256Impl;
@@ -49,7 +54,7 @@ bool sha256_impl_supported(Sha256Impl impl);
 /* The implementation expected to be fastest from CPUID: SHA-NI, AVX2, generic. */
 Sha256Impl sha256_impl_best(void);
 
-/* "generic", "avx2", "sha-ni"; NULL for an invalid value. */
+/* "generic", "avx2", "sha-ni", "sse2"; NULL for an invalid value. */
 const char *sha256_impl_to_string(Sha256Impl impl);
 /* The reverse; _SHA256_IMPL_INVALID for an unknown name. */
 Sha256Impl sha256_impl_from_string(const char *s);

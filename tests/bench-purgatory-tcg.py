@@ -48,8 +48,8 @@ MEMMAP = [("0x0", "0x9fbff", "System RAM"), ("0x9fc00", "0x9ffff", "Reserved"),
 # Offset of sha256_impl_request in struct purgatory_params (purgatory-abi.h).
 IMPL_REQUEST_OFFSET = 84
 # (label, sha256_impl_request: 0 = calibrated pick, else Sha256Impl + 1)
-CASES = [("calibrated", 0), ("generic", 1), ("avx2", 2), ("sha-ni", 3)]
-IMPL_NAMES = {"s": "sha-ni", "a": "avx2", "g": "generic", "-": "none"}
+CASES = [("calibrated", 0), ("generic", 1), ("avx2", 2), ("sha-ni", 3), ("sse2", 4)]
+IMPL_NAMES = {"s": "sha-ni", "a": "avx2", "g": "generic", "x": "sse2", "-": "none"}
 STAMPS = re.compile(r"upgraded\.stamps=([0-9a-f]{16}),([0-9a-f]{16}),([0-9a-f]{16}),(.),(.)")
 TSC_RATE = re.compile(r"tsc: Detected ([0-9.]+) MHz processor")
 LAB_TARGET_S = 0.4  # issue: the lab report's verify time at most 0.4 s

@@ -6,9 +6,10 @@ and a fake kernel, and checks the handoff paths end to end:
   verified, corrupted    -> the mismatch line on the serial port, a reset, no kernel:
                             a byte in each chunk of each segment, and one in the
                             zero-filled rest, with each implementation the TCG CPU
-                            offers (AVX2 8 lanes, generic)
+                            offers (AVX2 16 lanes, the SSE2 assembly, generic)
   fast, corrupted        -> the kernel is entered, stamps 'f,-'
-  verified, no AVX2      -> generic SHA-256 ('g')
+  verified, no AVX2      -> an AVX2 request falls back to what purgatory measures
+                            fastest, generic or the SSE2 assembly ('g', 'x')
   panic flag, fast mode  -> refused and reset
 The TCG CPU has AVX2 but no SHA-NI, so 'verified' exercises purgatory's SSE/XSAVE
 enabling and the AVX2 path.
@@ -158,7 +159,7 @@ def real_kernel(workdir, blob, stub_s, stub_lds, tool, vmlinuz, corrupt):
         ok = (started and re.search(r"Command line: console=ttyS0 nokaslr panic=-1 "
                                      r"upgraded\.handoff=1 "
                                      r"upgraded\.stamps=[0-9a-f]{16},[0-9a-f]{16},"
-                                     r"[0-9a-f]{16},v,[ag]", out) is not None and
+                                     r"[0-9a-f]{16},v,[agx]", out) is not None and
               "BIOS-e820: [mem 0x0000000000100000-0x000000000fffffff] usable" in out)
     lines = [l for l in out.splitlines()
              if "Command line" in l or "Linux version" in l or "purgatory" in l or
@@ -178,21 +179,24 @@ def main():
 
     # (name, mode, flags, corrupt, cpu, sha256_impl_request, expect kernel, expect
     # in serial: a regular expression). Without a request purgatory picks the
-    # implementation it measures fastest; under TCG either is accepted.
-    GENERIC_REQUEST, AVX2_REQUEST = 1, 2  # Sha256Impl + 1
+    # implementation it measures fastest; under TCG any it offers is accepted.
+    GENERIC_REQUEST, AVX2_REQUEST, SSE2_REQUEST = 1, 2, 4  # Sha256Impl + 1
     seg0 = r"SHA-256 mismatch: segment 0 at 0x0000000000400000 size 0x0000000000012000"
     cases = [
-        ("verified", MODE_VERIFIED, 0, None, "max", 0, True, r",v,[ag]"),
+        ("verified", MODE_VERIFIED, 0, None, "max", 0, True, r",v,[agx]"),
         ("verified-avx2", MODE_VERIFIED, 0, None, "max", AVX2_REQUEST, True, r",v,a"),
+        ("verified-sse2", MODE_VERIFIED, 0, None, "max", SSE2_REQUEST, True, r",v,x"),
         ("fast-corrupt", MODE_FAST, 0, (0, PAYLOAD_FILESZ - 1), "max", 0, True, r",f,-"),
-        ("verified-generic", MODE_VERIFIED, 0, None, "max,-avx2", AVX2_REQUEST, True, r",v,g"),
-        ("panic", MODE_VERIFIED, FLAG_PANIC, None, "max", 0, True, r",p,[ag]"),
+        ("verified-no-avx2", MODE_VERIFIED, 0, None, "max,-avx2", AVX2_REQUEST, True,
+         r",v,[gx]"),
+        ("panic", MODE_VERIFIED, FLAG_PANIC, None, "max", 0, True, r",p,[agx]"),
         ("panic-fast", MODE_FAST, FLAG_PANIC, None, "max", 0, False,
          r"panic image in fast mode"),
     ]
     # A corruption in every chunk of every segment, and in the zero-filled rest,
     # with each implementation the TCG CPU offers: refused, reset, no kernel.
-    for impl, request in (("avx2", AVX2_REQUEST), ("generic", GENERIC_REQUEST)):
+    for impl, request in (("avx2", AVX2_REQUEST), ("sse2", SSE2_REQUEST),
+                          ("generic", GENERIC_REQUEST)):
         for k in range(PAYLOAD_FILESZ // CHUNK_SIZE):
             off = k * CHUNK_SIZE + (CHUNK_SIZE - 1 if k % 2 else 5)
             cases.append(("corrupt-%s-s0c%d" % (impl, k), MODE_VERIFIED, 0, (0, off), "max",

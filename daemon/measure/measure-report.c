@@ -373,11 +373,9 @@ static void report_purgatory(const Update *u, const TimebaseInput *in, const Tim
 	if (!purg)
 		return;
 	if (in->stamps.impl) {
-		const char *impl = in->stamps.impl == 's'   ? "sha-ni"
-		                   : in->stamps.impl == 'a' ? "avx2"
-		                   : in->stamps.impl == 'g' ? "generic"
-		                                            : "none";
-		if (in->stamps.mode != '-') /* '-': the template, purgatory never ran */
+		const char *impl = timebase_stamps_impl_to_string(in->stamps.impl);
+
+		if (impl && in->stamps.mode != '-') /* '-': the template, purgatory never ran */
 			json_object_object_add(purg, "impl", json_object_new_string(impl));
 	}
 	if (have_tb && tb->stamp_ns[0] != TIMEBASE_STAMP_ABSENT &&

@@ -610,6 +610,8 @@ const char *timebase_stamps_impl_to_string(char impl) {
 		return "avx2";
 	case PURGATORY_STAMPS_IMPL_GENERIC:
 		return "generic";
+	case PURGATORY_STAMPS_IMPL_SSE2:
+		return "sse2";
 	case PURGATORY_STAMPS_IMPL_NONE:
 		return "none";
 	default:

@@ -138,7 +138,7 @@ int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret);
 
 /* "verified", "fast", "panic"; NULL for anything else. */
 const char *timebase_stamps_mode_to_string(char mode);
-/* "sha-ni", "avx2", "generic", "none"; NULL for anything else. */
+/* "sha-ni", "avx2", "sse2", "generic", "none"; NULL for anything else. */
 const char *timebase_stamps_impl_to_string(char impl);
 
 /* The report's purgatory section: {"mode","implementation","verified_bytes",
