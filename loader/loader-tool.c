@@ -248,7 +248,8 @@ static int verb_load(const char *kernel) {
 
 	printf("kernel %s, staged in %.1f ms (sha256 %s)\n", loader_image_bzimage(img)->release,
 	       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
-	       sha256_impl_to_string(sha256_impl_best()));
+	       sha256_impl_to_string((Sha256Impl)loader_image_params(img)->sha256_impl_request -
+	                             1));
 	n = loader_image_segments(img, &s);
 	for (size_t i = 0; i < n; i++)
 		if (s[i].memsz)

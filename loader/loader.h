@@ -166,11 +166,16 @@ const uint8_t *loader_image_memory_map_digest(const struct loader_image *img);
 /*
  * Records in p what purgatory checks for segs (those with memsz 0 are left
  * out): each segment's address, file and memory size, the chunk size, and the
- * SHA-256 of every chunk of the file part. -E2BIG with more segments than
+ * SHA-256 of every chunk of the file part, and in sha256_impl_request the
+ * implementation loader_sha256_pick() found fastest, which hashes them here
+ * too. -E2BIG with more segments than
  * purgatory takes, -EINVAL when a segment's bufsz exceeds its memsz.
  */
 int loader_params_set_digests(struct purgatory_params *p, const struct loader_segment *segs,
                               size_t n);
+/* The SHA-256 implementation this CPU runs fastest on the staged bytes: each one
+ * it offers timed on the first MiB of the largest of segs (thread CPU time). */
+Sha256Impl loader_sha256_pick(const struct loader_segment *segs, size_t n);
 /* What purgatory covers in verified mode: every listed segment's memsz (the
  * file part hashed, the rest checked for zeros). */
 uint64_t loader_params_verified_bytes(const struct purgatory_params *p);

@@ -267,6 +267,32 @@ static void test_loader_syscall_enosys(void **state) {
 	loader_image_free(img);
 }
 
+/* The stage-time pick of purgatory's SHA-256: always an implementation this CPU
+ * has; with nothing worth timing (no segment, or one too small for a block a
+ * lane), the CPUID order's best. */
+static void test_loader_sha256_pick(void **state) {
+	static uint8_t big[2 << 20], tiny[512];
+	const struct loader_segment none[] = { { .buf = big, .bufsz = sizeof(big), .memsz = 0 } };
+	const struct loader_segment small[] = {
+		{ .buf = tiny, .bufsz = sizeof(tiny), .memsz = sizeof(tiny) }
+	};
+	const struct loader_segment segs[] = {
+		{ .buf = tiny, .bufsz = sizeof(tiny), .memsz = sizeof(tiny) },
+		{ .buf = big, .bufsz = sizeof(big), .memsz = sizeof(big) + 4096 },
+	};
+	Sha256Impl picked;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 131 + (i >> 9));
+	assert_int_equal(loader_sha256_pick(NULL, 0), sha256_impl_best());
+	assert_int_equal(loader_sha256_pick(none, 1), sha256_impl_best());
+	assert_int_equal(loader_sha256_pick(small, 1), sha256_impl_best());
+	picked = loader_sha256_pick(segs, 2);
+	assert_in_range(picked, 0, _SHA256_IMPL_MAX - 1);
+	assert_true(sha256_impl_supported(picked));
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_loader_build_cmdline_refusals, setup,
@@ -278,6 +304,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_platform_facts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_is_loaded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_syscall_enosys, setup, teardown),
+		cmocka_unit_test(test_loader_sha256_pick),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,6 +85,9 @@ static void test_loader_build_machine_map(void **state) {
 		next += ps->nr_chunks;
 		assert_int_equal(pp->nr_chunks, i + 1 == pp->nr_segments ? next : pp->nr_chunks);
 	}
+	/* Purgatory is told which implementation to run: one this CPU has, timed here. */
+	assert_in_range(pp->sha256_impl_request, 1, _SHA256_IMPL_MAX);
+	assert_true(sha256_impl_supported((Sha256Impl)pp->sha256_impl_request - 1));
 	assert_memory_equal(s[LOADER_SEG_INITRD].buf, f->initrd, INITRD_SIZE);
 
 	/* The command line: the user's, the handoff mark, then the stamps placeholder,
