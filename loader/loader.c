@@ -641,6 +641,43 @@ static int build_purgatory(const struct loader_options *o, struct loader_image *
 	return 0;
 }
 
+/*
+ * The placer over ram[], blocked where nothing may go: low memory, the map's non-RAM
+ * ranges, the crash reservation (for a normal image), and what the running kernel keeps
+ * out of the firmware's RAM (memmap=SIZE$OFFSET, e.g. a pstore area). The last not from a
+ * saved map: the crash kernel's own /proc/iomem calls all but its reservation reserved.
+ * An unreadable /proc/iomem leaves the firmware map alone, as before; -E2BIG past
+ * MEMRANGE_MAX_KEPT such ranges.
+ */
+static int new_placer(const struct loader_options *o, const struct mem_range *map, size_t nr_map,
+                      const struct mem_range *crash, size_t nr_crash, const struct mem_range *ram,
+                      size_t nr_ram, struct placer **ret) {
+	_cleanup_free_ struct placer *pl = NULL;
+	struct mem_range kept[MEMRANGE_MAX_KEPT];
+	size_t nr_kept = 0;
+
+	if (!o->panic && !o->memmap_dir &&
+	    memrange_read_iomem_kept(o->root, map, nr_map, kept, ELEMENTSOF(kept), &nr_kept) ==
+	            -E2BIG)
+		return -E2BIG;
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	pl->ram = ram;
+	pl->nr_ram = nr_ram;
+	placer_block(pl, 0, LOW_MEMORY_END - 1);
+	for (size_t i = 0; i < nr_map; i++)
+		if (map[i].type != E820_TYPE_RAM)
+			placer_block(pl, map[i].start, map[i].end);
+	if (!o->panic)
+		for (size_t i = 0; i < nr_crash; i++)
+			placer_block(pl, crash[i].start, crash[i].end);
+	for (size_t i = 0; i < nr_kept; i++)
+		placer_block(pl, kept[i].start, kept[i].end);
+	*ret = TAKE_PTR(pl);
+	return 0;
+}
+
 int loader_image_build(const struct loader_options *o, struct loader_image **ret_image,
                        LoaderError *ret_error, BzImageError *ret_bzimage_error) {
 	_cleanup_(loader_image_freep) struct loader_image *img = NULL;
@@ -707,18 +744,11 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 			if (map[i].type == E820_TYPE_RAM)
 				ram[nr_ram++] = map[i];
 
-	pl = calloc(1, sizeof(*pl));
-	if (!pl)
-		return -ENOMEM;
-	pl->ram = ram;
-	pl->nr_ram = nr_ram;
-	placer_block(pl, 0, LOW_MEMORY_END - 1);
-	for (size_t i = 0; i < nr_map; i++)
-		if (map[i].type != E820_TYPE_RAM)
-			placer_block(pl, map[i].start, map[i].end);
-	if (!o->panic)
-		for (size_t i = 0; i < nr_crash; i++)
-			placer_block(pl, crash[i].start, crash[i].end);
+	r = new_placer(o, map, nr_map, crash, nr_crash, ram, nr_ram, &pl);
+	if (r == -E2BIG)
+		FAIL(LOADER_ERR_TOO_MANY_E820, r);
+	if (r < 0)
+		return r;
 
 	/* 4. and 5. The kernel and the initrd. */
 	r = place_kernel_initrd(img, pl, ret_error);

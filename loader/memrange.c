@@ -187,22 +187,79 @@ int memrange_parse_iomem_pmem(const char *data, size_t size, struct mem_range *r
 	return 0;
 }
 
-int memrange_read_iomem_pmem(const char *root, struct mem_range *ret, size_t max, size_t *ret_n) {
-	_cleanup_free_ char *p = NULL, *data = NULL;
-	size_t size;
+/* Is name one of the persistent-memory names (memrange_parse_iomem_pmem())? */
+static bool name_is_pmem(const char *name, size_t len) {
+	return name_is(name, len, IOMEM_PMEM_LEGACY) || name_is(name, len, IOMEM_PMEM);
+}
+
+int memrange_parse_iomem_kept(const char *data, size_t size, const struct mem_range *map, size_t n,
+                              struct mem_range *ret, size_t max, size_t *ret_n) {
+	size_t k = 0;
+
+	for (size_t pos = 0; pos < size;) {
+		const char *line = data + pos, *nl = memchr(line, '\n', size - pos), *name;
+		size_t len = nl ? (size_t)(nl - line) : size - pos, name_len;
+		uint64_t a, b;
+
+		pos += len + 1;
+		if (!parse_iomem_line(line, len, &a, &b, &name, &name_len))
+			continue;
+		if (name_is(name, name_len, IOMEM_SYSTEM_RAM) || name_is_pmem(name, name_len) ||
+		    (a == 0 && b == 0) || b < a)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			if (map[i].type != E820_TYPE_RAM || !memrange_overlaps(&map[i], a, b))
+				continue;
+			if (k >= max)
+				return -E2BIG;
+			ret[k++] = (struct mem_range){ .start = a > map[i].start ? a : map[i].start,
+				                       .end = b < map[i].end ? b : map[i].end,
+				                       .type = E820_TYPE_RESERVED };
+		}
+	}
+	qsort(ret, k, sizeof(*ret), cmp_range);
+	*ret_n = k;
+	return 0;
+}
+
+/* root/proc/iomem into *ret_data; none (NULL, 0) when the file is missing. */
+static int read_iomem(const char *root, char **ret_data, size_t *ret_size) {
+	_cleanup_free_ char *p = NULL;
 	int r;
 
 	r = path_prefix_root(root, "/proc/iomem", &p);
 	if (r < 0)
 		return r;
-	r = read_file_full(p, IOMEM_MAX_SIZE, &data, &size);
+	r = read_file_full(p, IOMEM_MAX_SIZE, ret_data, ret_size);
 	if (r == -ENOENT) {
-		*ret_n = 0;
+		*ret_data = NULL;
+		*ret_size = 0;
 		return 0;
 	}
+	return r;
+}
+
+int memrange_read_iomem_pmem(const char *root, struct mem_range *ret, size_t max, size_t *ret_n) {
+	_cleanup_free_ char *data = NULL;
+	size_t size;
+	int r;
+
+	r = read_iomem(root, &data, &size);
 	if (r < 0)
 		return r;
 	return memrange_parse_iomem_pmem(data, size, ret, max, ret_n);
+}
+
+int memrange_read_iomem_kept(const char *root, const struct mem_range *map, size_t n,
+                             struct mem_range *ret, size_t max, size_t *ret_n) {
+	_cleanup_free_ char *data = NULL;
+	size_t size;
+	int r;
+
+	r = read_iomem(root, &data, &size);
+	if (r < 0)
+		return r;
+	return memrange_parse_iomem_kept(data, size, map, n, ret, max, ret_n);
 }
 
 size_t memrange_merge(struct mem_range *r, size_t n, size_t m) {

@@ -19,6 +19,8 @@
 
 #define MEMRANGE_MAX_RANGES   1024
 #define MEMRANGE_MAX_PMEM     32
+#define MEMRANGE_MAX_KEPT     64 /* memrange_parse_iomem_kept() */
+#define IOMEM_SYSTEM_RAM      "System RAM"
 #define E820_TYPE_PRAM        12 /* "Persistent Memory (legacy)": memmap=! or e820 type 12 */
 #define IOMEM_PMEM_LEGACY     "Persistent Memory (legacy)"
 #define IOMEM_PMEM            "Persistent Memory"
@@ -55,6 +57,23 @@ int memrange_parse_iomem_pmem(const char *data, size_t size, struct mem_range *r
 
 /* The same from root/proc/iomem; a missing file gives no range. */
 int memrange_read_iomem_pmem(const char *root, struct mem_range *ret, size_t max, size_t *ret_n);
+
+/*
+ * What the running kernel keeps out of RAM that the firmware map calls RAM: the
+ * top-level /proc/iomem ranges not named "System RAM" that overlap a RAM range of
+ * map[0..n) (a memmap=SIZE$OFFSET reservation shows as "Reserved", memmap=SIZE#OFFSET
+ * as "ACPI Tables"), cut to that overlap, sorted. The loader places nothing there;
+ * it does not retype them in the new kernel's e820 table, which stays the
+ * firmware's, as the kernel's own kexec_file_load hands it on (the same memmap=
+ * word on the new command line reserves them again). Persistent memory is left to
+ * memrange_parse_iomem_pmem(); hidden addresses (0-0) are skipped; more than max
+ * ranges is -E2BIG.
+ */
+int memrange_parse_iomem_kept(const char *data, size_t size, const struct mem_range *map, size_t n,
+                              struct mem_range *ret, size_t max, size_t *ret_n);
+/* The same from root/proc/iomem; a missing file gives no range. */
+int memrange_read_iomem_kept(const char *root, const struct mem_range *map, size_t n,
+                             struct mem_range *ret, size_t max, size_t *ret_n);
 
 /*
  * A saved memory map (memrange_read_memmap()'s dir_override) carries the running kernel's

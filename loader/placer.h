@@ -4,7 +4,7 @@
 /*
  * Where the loader puts its segments (loader.c): free space inside the RAM ranges it is
  * given, outside every blocker (non-RAM ranges, low memory, persistent memory, the crash
- * reservation, segments already placed). Private to the loader.
+ * reservation, what the running kernel reserved in RAM, segments already placed). Private to the loader.
  */
 
 #include <stdbool.h>
@@ -13,7 +13,7 @@
 
 #include "memrange.h"
 
-#define PLACER_MAX_BLOCKERS (MEMRANGE_MAX_RANGES + 8)
+#define PLACER_MAX_BLOCKERS (MEMRANGE_MAX_RANGES + MEMRANGE_MAX_KEPT + 8)
 
 struct placer {
 	const struct mem_range *ram;

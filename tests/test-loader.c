@@ -188,6 +188,59 @@ static bool e820_find(const uint8_t *zp, uint64_t start, uint64_t *ret_size, uin
 	return false;
 }
 
+/* RAM the running kernel reserved on its command line (memmap=SIZE$OFFSET: "Reserved"
+ * in /proc/iomem, RAM in the firmware map), where the kernel and the initrd would go:
+ * nothing is placed there, and the e820 table handed on stays the firmware's. A crash
+ * kernel's /proc/iomem (a saved map) is not read for it. */
+static void test_loader_build_avoids_kernel_reserved(void **state) {
+	struct fixture *f = *state;
+	struct loader_options o = opts_for(f);
+	struct loader_image *img = NULL;
+	const struct loader_segment *s;
+	const uint64_t ram[][2] = { { 0x100000, 0xbfffffff }, { 0x100000000, 0x63fffffff } };
+	uint64_t size;
+	uint32_t type;
+
+	write_root_file(f->root, "/proc/iomem",
+	                "00000000-00000fff : Reserved\n"
+	                "00100000-00ffffff : System RAM\n"
+	                "01000000-01ffffff : Reserved\n"
+	                "02000000-afffffff : System RAM\n"
+	                "  1a000000-1b001fff : Kernel code\n"
+	                "b0000000-bfffffff : Reserved\n"
+	                "100000000-63fffffff : System RAM\n");
+	assert_int_equal(loader_image_build(&o, &img, NULL, NULL), 0);
+	loader_image_segments(img, &s);
+	assert_segments_sane(img, ram, ELEMENTSOF(ram));
+	for (size_t i = 0; i < _LOADER_SEG_MAX; i++) {
+		if (!s[i].memsz)
+			continue;
+		assert_false(s[i].mem < 0x02000000 && 0x01000000 < s[i].mem + s[i].memsz);
+		assert_false(s[i].mem < 0xc0000000 && 0xb0000000 < s[i].mem + s[i].memsz);
+	}
+	assert_true(s[LOADER_SEG_KERNEL].mem >= 0x02000000);
+	assert_true(e820_find(s[LOADER_SEG_PARAMS].buf, 0x100000, &size, &type));
+	assert_int_equal(size, 0xbfffffff - 0x100000 + 1);
+	assert_int_equal(type, E820_TYPE_RAM);
+	loader_image_free(img);
+	img = NULL;
+
+	/* More such ranges than the loader tracks: refused, not placed blind. */
+	{
+		_cleanup_free_ char *many = NULL;
+		size_t len = 0;
+
+		many = calloc(MEMRANGE_MAX_KEPT + 1, 64);
+		assert_non_null(many);
+		for (unsigned i = 0; i <= MEMRANGE_MAX_KEPT; i++)
+			len += (size_t)snprintf(many + len, 64, "%08x-%08x : Reserved\n",
+			                        0x10000000 + i * 0x2000, 0x10000fff + i * 0x2000);
+		write_root_file(f->root, "/proc/iomem", many);
+		assert_int_equal(loader_image_build(&o, &img, NULL, NULL), -E2BIG);
+		assert_null(img);
+	}
+}
+
 /* Persistent memory (memmap=! regions are RAM in the firmware map; only
  * /proc/iomem names them) where the kernel and the initrd would go: nothing is
  * placed there, and the new kernel's e820 marks them persistent, not RAM. */
@@ -465,6 +518,8 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_loader_build_machine_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_avoids_reserved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loader_build_avoids_kernel_reserved, setup,
+		                                teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_avoids_crash_reservation, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_loader_build_saved_memmap, setup, teardown),

@@ -96,6 +96,54 @@ static void assert_range(const struct mem_range *r, uint64_t start, uint64_t end
 
 /* Regions in the middle, at the start, at the end and over a whole RAM range,
  * one spanning a hole: RAM is split, nothing else changes. */
+/* What the running kernel keeps from the firmware's RAM: top-level ranges not named
+ * System RAM or persistent memory, cut to the RAM they overlap; nothing outside RAM. */
+static void test_memrange_parse_kept(void **state) {
+	static const char t[] = "00000000-00000fff : Reserved\n"
+	                        "00001000-0009fbff : System RAM\n"
+	                        "00100000-3fffffff : System RAM\n"
+	                        "  1a000000-1b001fff : Kernel code\n"
+	                        "40000000-400fffff : Reserved\n"
+	                        "40100000-7ffdefff : System RAM\n"
+	                        "7ff00000-8000ffff : ACPI Tables\n"
+	                        "b0000000-bfffffff : PCI MMCONFIG 0000 [bus 00-ff]\n"
+	                        "00000000-00000000 : Reserved\n"
+	                        "140000000-1bfffffff : Persistent Memory (legacy)\n"
+	                        "ffffffff-00000000 : Reserved\n"
+	                        "1c0000000-1ffffffff : System RAM";
+	const struct mem_range map[] = {
+		{ 0x0, 0x9fbff, E820_TYPE_RAM },
+		{ 0x100000, 0x7ffdefff, E820_TYPE_RAM },
+		{ 0x7ffdf000, 0x7fffffff, E820_TYPE_RESERVED },
+		{ 0x80000000, 0x8000ffff, E820_TYPE_RAM },
+		{ 0x100000000, 0x1ffffffff, E820_TYPE_RAM },
+	};
+	struct mem_range r[8];
+	size_t n = 99;
+
+	(void)state;
+	assert_int_equal(memrange_parse_iomem_kept(t, strlen(t), map, ELEMENTSOF(map), r, 8, &n),
+	                 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(r[0].start, 0x0);
+	assert_int_equal(r[0].end, 0xfff);
+	assert_int_equal(r[1].start, 0x40000000);
+	assert_int_equal(r[1].end, 0x400fffff);
+	assert_int_equal(r[1].type, E820_TYPE_RESERVED);
+	/* One line over two RAM ranges, around a reserved one: two pieces. */
+	assert_int_equal(r[2].start, 0x7ff00000);
+	assert_int_equal(r[2].end, 0x7ffdefff);
+	assert_int_equal(r[3].start, 0x80000000);
+	assert_int_equal(r[3].end, 0x8000ffff);
+
+	n = 99;
+	assert_int_equal(memrange_parse_iomem_kept(t, strlen(t), map, ELEMENTSOF(map), r, 3, &n),
+	                 -E2BIG);
+	assert_int_equal(n, 99);
+	assert_int_equal(memrange_parse_iomem_kept(t, strlen(t), map, 0, r, 8, &n), 0);
+	assert_int_equal(n, 0);
+}
+
 static void test_memrange_keep_out(void **state) {
 	const struct mem_range map[] = {
 		{ 0x0, 0x9fbff, E820_TYPE_RAM },
@@ -194,6 +242,7 @@ int main(void) {
 		cmocka_unit_test(test_memrange_parse_lab),
 		cmocka_unit_test(test_memrange_parse_nvdimm_unsorted),
 		cmocka_unit_test(test_memrange_parse_refusals),
+		cmocka_unit_test(test_memrange_parse_kept),
 		cmocka_unit_test(test_memrange_keep_out),
 		cmocka_unit_test(test_memrange_keep_out_edges),
 		cmocka_unit_test(test_memrange_saved_pmem),
