@@ -59,6 +59,11 @@ void measure_report_critical_path(Measure *m, const Update *u, const TimebaseInp
                                   const Timebase *tb, bool have_tb, bool have_reboot,
                                   json_object *report, json_object *missing);
 
+/* The report's purgatory.relocation (measure-relocation.c): "Starting new kernel" in
+ * the old kernel's shutdown dump (pstore) to purgatory's entry stamp, or why not. */
+void measure_report_relocation(Measure *m, const Update *u, const TimebaseInput *in,
+                               json_object *report, json_object *missing);
+
 /* Appends {figure, reason} to the report's "missing" array. */
 void measure_add_missing(json_object *missing, const char *figure, const char *fmt, ...)
         _printf_(3, 4);

@@ -264,7 +264,7 @@ int measure_kmsg_format(const char *event, const char *id, char *buf, size_t siz
 	return n;
 }
 
-static void measure_kmsg(Measure *m, const char *event, const char *id) {
+static bool measure_kmsg(Measure *m, const char *event, const char *id) {
 	_cleanup_free_ char *p = NULL;
 	_cleanup_close_ int fd = -EBADF;
 	char line[128];
@@ -273,13 +273,16 @@ static void measure_kmsg(Measure *m, const char *event, const char *id) {
 
 	n = measure_kmsg_format(event, id, line, sizeof(line));
 	if (n < 0 || path_prefix_root(m->root, "/dev/kmsg", &p) < 0)
-		return;
+		return false;
 	fd = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
-		return;
-	if (write(fd, line, (size_t)n) != n)
+		return false;
+	if (write(fd, line, (size_t)n) != n) {
 		log_debug_errno(-errno, "Cannot write the %s mark to /dev/kmsg, ignoring: %m",
 		                event);
+		return false;
+	}
+	return true;
 }
 
 /* Pre-handoff step "measure-open": the probe runs before the first VM is paused,
@@ -327,13 +330,17 @@ static void measure_handoff_prepare(Context *c, Update *u, void *userdata) {
 static void measure_handoff_request(Context *c, Update *u, void *userdata) {
 	Measure *m = userdata;
 	json_object *rec = measure_record(u), *marks;
-	TimebaseSample s;
+	TimebaseSample s, written;
 
 	(void)c;
 	if (!rec || m->sample_now(&s) < 0)
 		return;
 	json_object_object_add(rec, "request_sample", sample_to_json(&s));
-	measure_kmsg(m, "reboot-request", u->id);
+	/* When the mark went out: its printk time lies between the sample and this, which
+	 * puts the old kernel's last log lines on the axis (measure-relocation.c). */
+	if (measure_kmsg(m, "reboot-request", u->id) && m->sample_now(&written) >= 0)
+		json_object_object_add(rec, "request_mark_written_ns",
+		                       json_object_new_uint64(written.monotonic_ns));
 	marks = measure_get_obj(measure_get_obj(rec, "old_probe"), "marks_ns");
 	if (marks)
 		json_object_object_add(marks, "reboot-request",
@@ -346,7 +353,7 @@ static void measure_handoff_request(Context *c, Update *u, void *userdata) {
  * axis (its clock ended in the crash, at an unknown moment). */
 static void measure_panic_takeover(Context *c, Update *u, void *userdata) {
 	static const char *const keys[] = { "commit_sample", "reboot_sample", "request_sample",
-		                            "old_probe" };
+		                            "request_mark_written_ns", "old_probe" };
 	json_object *rec = measure_record(u), *old;
 
 	(void)c;
@@ -401,7 +408,7 @@ int measure_daemon_start(Measure *m, Context *c) {
 		return 0;
 	if (m->sample_now(&m->start) < 0)
 		return log_warning_errno(-EIO, "Cannot read the clocks at daemon start: %m");
-	measure_kmsg(m, "daemon-start", pending->id);
+	(void)measure_kmsg(m, "daemon-start", pending->id);
 	m->started = true;
 	(void)measure_open_probe(m);
 	if (m->probe)

@@ -51,14 +51,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b) {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/*
- * ns from TSC value `from` to `to`. The difference is taken modulo 2^64, so a
- * counter that crossed 2^64 still gives the right interval (*ret_wrapped). A
- * result longer than any handoff means the counter went backwards instead
- * (reset, or a hypervisor jump): -ERANGE.
- */
-static int tsc_interval_ns(uint64_t from, uint64_t to, uint64_t khz, int64_t *ret_ns,
-                           bool *ret_wrapped) {
+int timebase_tsc_interval_ns(uint64_t from, uint64_t to, uint64_t khz, int64_t *ret_ns,
+                             bool *ret_wrapped) {
 	unsigned __int128 ns;
 	uint64_t d = to - from;
 
@@ -122,7 +116,8 @@ static void compute_stamps(const TimebaseInput *in, Timebase *tb) {
 
 		if (raw[i] == 0)
 			continue;
-		if (tsc_interval_ns(in->old_reboot.tsc, raw[i], in->cpu.tsc_khz, &ns, NULL) < 0) {
+		if (timebase_tsc_interval_ns(in->old_reboot.tsc, raw[i], in->cpu.tsc_khz, &ns,
+		                             NULL) < 0) {
 			ordered = false;
 			continue;
 		}
@@ -163,7 +158,7 @@ static bool tsc_usable(const TimebaseInput *in, Timebase *tb) {
 	if (in->cpu.tsc_khz != 0 && o->tsc != 0 && n->tsc != 0) {
 		int64_t gap;
 
-		if (tsc_interval_ns(o->tsc, n->tsc, in->cpu.tsc_khz, &gap, &wrapped) < 0 ||
+		if (timebase_tsc_interval_ns(o->tsc, n->tsc, in->cpu.tsc_khz, &gap, &wrapped) < 0 ||
 		    gap < (int64_t)MIN(n->monotonic_ns, (uint64_t)INT64_MAX)) {
 			/* backwards, or less time than the new kernel has been up */
 			tb->flags |= TIMEBASE_TSC_RESET;

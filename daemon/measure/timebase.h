@@ -47,7 +47,7 @@ typedef struct TimebaseStamps {
 	uint64_t verified;
 	uint64_t jump;
 	char mode; /* 'v' verified, 'f' fast, 'p' panic; 0: not written */
-	char impl; /* 's' SHA-NI, 'a' AVX2, 'g' generic, '-' none (fast); 0: not written */
+	char impl; /* 's' SHA-NI, 'a' AVX2, 'x' SSE2, 'g' generic, '-' none (fast); 0: not written */
 } TimebaseStamps;
 
 typedef struct TimebaseInput {
@@ -108,6 +108,15 @@ const char *timebase_flag_to_string(unsigned flag);
 /* -EINVAL when the samples needed are missing (no new_start or old_reboot). */
 int timebase_compute(const TimebaseInput *in, Timebase *ret);
 
+/*
+ * ns from TSC value `from` to `to` at khz. The difference is taken modulo 2^64, so a
+ * counter that crossed 2^64 still gives the right interval (*ret_wrapped, may be
+ * NULL). A result longer than any handoff means the counter went backwards instead
+ * (reset, or a hypervisor jump): -ERANGE; -EINVAL without a frequency.
+ */
+int timebase_tsc_interval_ns(uint64_t from, uint64_t to, uint64_t khz, int64_t *ret_ns,
+                             bool *ret_wrapped);
+
 /* Axis positions (ns since the reboot request). */
 int64_t timebase_old_to_axis(const TimebaseInput *in, uint64_t old_monotonic_ns);
 int64_t timebase_new_to_axis(const Timebase *tb, uint64_t new_monotonic_ns);
@@ -131,7 +140,7 @@ int timebase_cpu_parse(const char *cpuinfo, const char *kmsg, TimebaseCpu *ret);
  * one format purgatory/purgatory-abi.h defines (PURGATORY_STAMPS_*): three TSC
  * values of exactly 16 lowercase hex digits (entry, after verification, before
  * the jump), the mode ('v', 'f', 'p') and the SHA-256 implementation ('s', 'a',
- * 'g', '-' for none in fast mode). An all-zero TSC is an absent stamp; the
+ * 'x', 'g', '-' for none in fast mode). An all-zero TSC is an absent stamp; the
  * loader's untouched placeholder gives 0 with every stamp absent and mode 0.
  * -ENOENT without the parameter, -EBADMSG when it is malformed (*ret untouched). */
 int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret);
