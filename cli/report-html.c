@@ -302,6 +302,21 @@ static void draw_phases(FILE *f, const Scale *s, json_object *r, double y) {
 	}
 }
 
+/* The old kernel's last slice before purgatory (purgatory.relocation), on the purgatory row. */
+static void draw_relocation(FILE *f, const Scale *s, json_object *rel, double y) {
+	double start, entry;
+	char label[64];
+
+	if (!jnum(rel, "start_ns", &start) || !jnum(rel, "entry_ns", &entry) || entry < start)
+		return;
+	snprintf(label, sizeof(label), "relocation %.1f ms%s", (entry - start) / 1e6,
+	         json_object_get_boolean(cli_jobj(rel, "estimated")) ? " (estimated)" : "");
+	bar(f, s, start, entry, y, "kexec relocation", "#9c755f", label,
+	    "the old kernel: \"Starting new kernel\" (machine_shutdown, the shutdown dump, "
+	    "the relocation copy) to purgatory's entry",
+	    LABEL_BELOW);
+}
+
 /* Purgatory's slice from its stamps (timebase.stamps: entry, verified, jump on the axis). */
 static void draw_purgatory(FILE *f, const Scale *s, json_object *r, double y) {
 	json_object *st = cli_jobj(cli_jobj(r, "timebase"), "stamps");
@@ -325,6 +340,7 @@ static void draw_purgatory(FILE *f, const Scale *s, json_object *r, double y) {
 	    "purgatory: entry to the end of the SHA-256 verification", LABEL_RIGHT);
 	bar(f, s, verified, jump, y, "purgatory jump", "#ff9da7", NULL,
 	    "purgatory: verification done to the jump into the new kernel", LABEL_NONE);
+	draw_relocation(f, s, cli_jobj(cli_jobj(r, "purgatory"), "relocation"), y);
 }
 
 /* The largest boot gaps of the new kernel, on the axis from its clock zero (new_origin_ns). */

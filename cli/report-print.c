@@ -35,6 +35,20 @@ static void print_figure(FILE *f, const char *label, json_object *v, json_object
 	        format_ns(unc, b, sizeof(b)));
 }
 
+/* purgatory.relocation: the old kernel's "Starting new kernel" to purgatory's entry. */
+static void print_relocation(FILE *f, json_object *rel) {
+	char a[32], b[32];
+
+	if (!rel || !json_object_is_type(cli_jobj(rel, "ns"), json_type_int)) {
+		fprintf(f, "%19s: n/a\n", "Kexec relocation");
+		return;
+	}
+	fprintf(f, "%19s: %s +- %s%s\n", "Kexec relocation",
+	        format_ns(cli_jobj(rel, "ns"), a, sizeof(a)),
+	        format_ns(cli_jobj(rel, "uncertainty_ns"), b, sizeof(b)),
+	        json_object_get_boolean(cli_jobj(rel, "estimated")) ? " (estimated)" : "");
+}
+
 /* Where t falls on a 41-column bar from lo to hi, in 0..40. Computed in double: the report's
  * figures are any 64-bit integers, and their differences may not fit in one. */
 static int bar_column(int64_t t, int64_t lo, int64_t hi) {
@@ -304,6 +318,7 @@ void report_print(json_object *o, FILE *f) {
 	                        cli_jobj(purg, "verify_ns")
 	                ? " (estimated)"
 	                : "");
+	print_relocation(f, cli_jobj(purg, "relocation"));
 	boot = cli_jobj(o, "boot");
 	if (boot && json_object_is_type(boot, json_type_object)) {
 		json_object *g = cli_jarray(boot, "gaps"),

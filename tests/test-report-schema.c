@@ -249,6 +249,31 @@ static void test_report_both_schemas_print_alike(void **state) {
 	}
 }
 
+/* purgatory.relocation, when the old kernel's shutdown dump gave it: valid, printed with
+ * its uncertainty, and drawn on the purgatory row; "n/a" without it. */
+static void test_report_relocation_prints(void **state) {
+	_cleanup_json_ json_object *o = fixture("seed2-lab-measured.json");
+	_cleanup_free_ char *before = NULL, *text = NULL, *html = NULL;
+	json_object *rel = json_object_new_object();
+
+	before = render(o, report_print);
+	assert_non_null(strstr(before, "Kexec relocation: n/a"));
+	json_object_object_add(rel, "ns", json_object_new_int64(152300000));
+	json_object_object_add(rel, "uncertainty_ns", json_object_new_int64(480000));
+	json_object_object_add(rel, "start_ns", json_object_new_int64(15644952174));
+	json_object_object_add(rel, "entry_ns", json_object_new_int64(15797252174));
+	json_object_object_add(rel, "estimated", json_object_new_boolean(true));
+	json_object_object_add(rel, "source",
+	                       json_object_new_string("/sys/fs/pstore/dmesg-ramoops-0"));
+	json_object_object_add(rel, "reason", json_object_new_string("the TSC is not invariant"));
+	json_object_object_add(get(o, "purgatory"), "relocation", rel);
+	validate(o);
+	text = render(o, report_print);
+	assert_non_null(strstr(text, "Kexec relocation: 152.300 ms +- 0.480 ms (estimated)"));
+	html = render(o, report_html);
+	assert_non_null(strstr(html, "relocation 152.3 ms (estimated)"));
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report_iso_round_trip),
@@ -258,6 +283,7 @@ int main(void) {
 		cmocka_unit_test(test_report_upgrade_refuses),
 		cmocka_unit_test(test_report_schema1_prints),
 		cmocka_unit_test(test_report_both_schemas_print_alike),
+		cmocka_unit_test(test_report_relocation_prints),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
