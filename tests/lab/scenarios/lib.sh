@@ -24,7 +24,7 @@
 #   lab_wait_report [TIMEOUT]       wait until upgraded wrote a report (default 300 s)
 #   lab_stamps MODE IMPLS           purgatory's upgraded.stamps= in /proc/cmdline has mode MODE
 #                                   (v|f|p), an implementation in IMPLS (a regex class, e.g.
-#                                   "[sag]" or "-") and ordered TSC values (stamps.txt + marker)
+#                                   "[saxg]" or "-") and ordered TSC values (stamps.txt + marker)
 #   lab_policy_fast                 the drop-in an operator writes for a host whose machine-check
 #                                   and EDAC counts are unknown: Mode=fast, AllowFast=yes
 #                                   (check-config.txt), then restarts the daemon, which reads
@@ -334,7 +334,10 @@ lab_next_panic() {
         lab_marker next-panic phase="$LAB_PHASE"
         sync
         umount "$LAB_RESULTS" 2>/dev/null
-        echo c >/proc/sysrq-trigger
+        # On the boot CPU, as in the panic scenario: after a panic elsewhere the boot CPU
+        # stays parked in the dead kernel and may wake to reset the host (docs/loader.md,
+        # "The boot CPU"), which would make this phase's verdict a matter of luck.
+        taskset -c 0 sh -c 'echo c >/proc/sysrq-trigger'
 }
 
 lab_finish() {
