@@ -401,6 +401,29 @@ static void test_measure_relocation(void **state) {
 	assert_true(json_object_is_type(jget(rel, "reason", NULL), json_type_null));
 	assert_false(has_missing(o, "relocation", NULL));
 	assert_string_equal(json_object_get_string(jget(o, "purgatory", "impl")), "sse2");
+	/* On trusted stamps the breakdown has it: shutdown ends where it starts. */
+	{
+		json_object *ph = jget(o, "phases", NULL), *a = NULL, *b = NULL;
+
+		for (size_t i = 0; i + 1 < json_object_array_length(ph); i++)
+			if (streq(json_object_get_string(
+			                  jget(json_object_array_get_idx(ph, i), "name", NULL)),
+			          "shutdown")) {
+				a = json_object_array_get_idx(ph, i);
+				b = json_object_array_get_idx(ph, i + 1);
+			}
+		assert_non_null(a);
+		assert_string_equal(json_object_get_string(jget(b, "name", NULL)), "relocation");
+		assert_int_equal(json_object_get_int64(jget(a, "start_ns", NULL)), 0);
+		assert_int_equal(json_object_get_int64(jget(a, "end_ns", NULL)), S / 2 + 20000);
+		assert_int_equal(json_object_get_int64(jget(b, "start_ns", NULL)), S / 2 + 20000);
+		assert_int_equal(json_object_get_int64(jget(b, "end_ns", NULL)), S);
+		assert_int_equal(json_object_get_int64(jget(b, "duration_ns", NULL)),
+		                 S / 2 - 20000);
+		assert_string_equal(json_object_get_string(
+		                            jget(json_object_array_get_idx(ph, 0), "name", NULL)),
+		                    "pre-handoff");
+	}
 	json_object_put(o);
 
 	/* Still in /sys/fs/pstore (systemd-pstore ran before ramoops registered), and the

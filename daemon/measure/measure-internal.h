@@ -60,9 +60,11 @@ void measure_report_critical_path(Measure *m, const Update *u, const TimebaseInp
                                   json_object *report, json_object *missing);
 
 /* The report's purgatory.relocation (measure-relocation.c): "Starting new kernel" in
- * the old kernel's shutdown dump (pstore) to purgatory's entry stamp, or why not. */
+ * the old kernel's shutdown dump (pstore) to purgatory's entry stamp, or why not. When
+ * it is measured (not estimated) and phases has a stamp-bounded "shutdown", that phase
+ * ends where the slice begins and a "relocation" phase follows it. */
 void measure_report_relocation(Measure *m, const Update *u, const TimebaseInput *in,
-                               json_object *report, json_object *missing);
+                               json_object *report, json_object *phases, json_object *missing);
 
 /* Appends {figure, reason} to the report's "missing" array. */
 void measure_add_missing(json_object *missing, const char *figure, const char *fmt, ...)

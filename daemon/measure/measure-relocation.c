@@ -103,8 +103,61 @@ static int find_shutdown_dump(const char *root, const char *update_id, Relocatio
 	return -ENOENT;
 }
 
+static int64_t phase_i64(json_object *p, const char *key) {
+	return json_object_get_int64(measure_get_obj(p, key));
+}
+
+/* a[idx] = p, the elements from idx on one place later (json-c 0.16 has no insert). */
+static int array_insert(json_object *a, size_t idx, json_object *p) {
+	size_t n = json_object_array_length(a);
+
+	if (json_object_array_add(a, NULL) < 0)
+		return -ENOMEM;
+	for (size_t i = n; i > idx; i--)
+		json_object_array_put_idx(a, i,
+		                          json_object_get(json_object_array_get_idx(a, i - 1)));
+	return json_object_array_put_idx(a, idx, p) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * The blackout's breakdown: the stamp-bounded "shutdown" phase (reboot request ->
+ * purgatory's entry) split where "Starting new kernel" was, the rest a "relocation"
+ * phase of r->ns. Only for a measured slice on trusted stamps: estimated figures do
+ * not bound phases.
+ */
+static void split_shutdown(json_object *phases, const Relocation *r) {
+	for (size_t i = 0; phases && i < json_object_array_length(phases); i++) {
+		json_object *p = json_object_array_get_idx(phases, i), *rel;
+		int64_t start, end;
+
+		if (!streq_ptr(json_object_get_string(measure_get_obj(p, "name")), "shutdown"))
+			continue;
+		start = phase_i64(p, "start_ns");
+		end = phase_i64(p, "end_ns");
+		if (r->ns <= 0 || r->ns > end - start)
+			return;
+		rel = json_object_new_object();
+		if (!rel)
+			return;
+		json_object_object_add(rel, "name", json_object_new_string("relocation"));
+		json_object_object_add(rel, "start_ns", json_object_new_int64(end - r->ns));
+		json_object_object_add(rel, "end_ns", json_object_new_int64(end));
+		json_object_object_add(rel, "duration_ns", json_object_new_int64(r->ns));
+		json_object_object_add(rel, "kernel", json_object_new_string("handoff"));
+		json_object_object_add(rel, "estimated", json_object_new_boolean(true));
+		if (array_insert(phases, i + 1, rel) < 0) {
+			json_object_put(rel);
+			return;
+		}
+		json_object_object_add(p, "end_ns", json_object_new_int64(end - r->ns));
+		json_object_object_add(p, "duration_ns",
+		                       json_object_new_int64(end - r->ns - start));
+		return;
+	}
+}
+
 void measure_report_relocation(Measure *m, const Update *u, const TimebaseInput *in,
-                               json_object *report, json_object *missing) {
+                               json_object *report, json_object *phases, json_object *missing) {
 	json_object *purg = measure_get_obj(report, "purgatory"), *rec, *written, *j = NULL;
 	_cleanup_free_ char *source = NULL;
 	TimebaseSample request = {};
@@ -141,4 +194,6 @@ void measure_report_relocation(Measure *m, const Update *u, const TimebaseInput 
 	}
 	if (relocation_to_json(&r, source, why, &j) >= 0)
 		json_object_object_add(purg, "relocation", j);
+	if (!r.estimated)
+		split_shutdown(phases, &r);
 }

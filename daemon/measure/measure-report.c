@@ -451,7 +451,7 @@ int measure_report_extend(Context *c, Update *u, json_object *report, void *user
 	report_phases(m, c, u, &in, &tb, have_tb, commit_ns, report, phases, missing);
 	measure_vm_downtimes(&tb, &in, old_probe, new_probe, report, missing);
 	report_purgatory(u, &in, &tb, have_tb, report, missing);
-	measure_report_relocation(m, u, &in, report, missing);
+	measure_report_relocation(m, u, &in, report, phases, missing);
 	measure_report_critical_path(m, u, &in, &tb, have_tb, have_reboot, report, missing);
 
 	/* Boot analysis of the new kernel. */
