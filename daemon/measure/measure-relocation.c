@@ -28,11 +28,6 @@ static bool is_dmesg_record(const char *name) {
 	return strncmp(name, "dmesg-", strlen("dmesg-")) == 0 || streq(name, "dmesg.txt");
 }
 
-/*
- * Looks in dir (a real path), and one level of sub-directories when depth > 0 (where
- * systemd-pstore groups a record's parts), for a dmesg record with update_id's mark.
- * *budget counts the entries left to look at. 0 and *ret_path (malloc'd) when found.
- */
 static int find_in_dir(const char *dir, int depth, const char *update_id, unsigned *budget,
                        RelocationLog *ret, char **ret_path);
 
