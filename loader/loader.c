@@ -19,6 +19,7 @@
 #include "efi.h"
 #include "fileio.h"
 #include "loader.h"
+#include "machine-memory.h"
 #include "macros.h"
 #include "memrange.h"
 #include "path-util.h"
@@ -28,13 +29,12 @@
 #include "string-util.h"
 
 #define PAGE_SIZE              4096ULL
-#define LOW_MEMORY_END         0x100000ULL  /* below 1 MiB: BIOS, real-mode, never used */
+#define LOW_MEMORY_END         PLACER_LOW_MEMORY_END
 #define LOW_RAM_CRASH_END      0xa0000ULL   /* the crash kernel gets the first 640 KiB */
 #define KERNEL_MIN_ADDR        0x1000000ULL /* search for the kernel from 16 MiB */
 #define FOUR_GIB               0x100000000ULL
 #define LOADER_INITRD_MAX_SIZE (2ULL << 30)
 #define MEMMAP_MAX_RANGES      MEMRANGE_MAX_RANGES
-#define IOMEM_CRASH_KERNEL     "Crash kernel"
 
 extern const unsigned char purgatory_blob[];
 extern const size_t purgatory_blob_size;
@@ -249,77 +249,11 @@ int loader_is_loaded(const char *root, bool panic) {
 	return streq(v, "1");
 }
 
-/* --- the memory map -------------------------------------------------------- */
+/* --- the memory map (the machine's side: machine-memory.c) ----------------- */
 
 static int cmp_range(const void *a, const void *b) {
 	const struct mem_range *x = a, *y = b;
 	return (x->start > y->start) - (x->start < y->start);
-}
-
-/* The crashkernel= reservation(s), from /proc/iomem ("  a-b : Crash kernel").
- * The kernel prints every address as 0 unless the reader opened the file with
- * CAP_SYS_ADMIN: a reservation listed at 0-0 is -EPERM, not "none". */
-static int read_crash_ranges(const char *root, struct mem_range *ret, size_t max, size_t *ret_n) {
-	_cleanup_free_ char *p = NULL, *data = NULL;
-	size_t size, n = 0;
-	char *line, *save = NULL;
-	bool hidden = false;
-	int r;
-
-	r = path_prefix_root(root, "/proc/iomem", &p);
-	if (r < 0)
-		return r;
-	r = read_file_full(p, 1 << 20, &data, &size);
-	if (r < 0)
-		return r;
-	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long a, b;
-		char name[64];
-
-		if (sscanf(line, " %llx-%llx : %63[^\n]", &a, &b, name) != 3)
-			continue;
-		if (streq(name, IOMEM_CRASH_KERNEL) && a == 0 && b == 0)
-			hidden = true;
-		if (!streq(name, IOMEM_CRASH_KERNEL) || b <= a || n >= max)
-			continue;
-		ret[n++] = (struct mem_range){ .start = a, .end = b, .type = E820_TYPE_RAM };
-	}
-	*ret_n = n;
-	return n == 0 && hidden ? -EPERM : 0;
-}
-
-/* The placement inputs (firmware map + crash reservation), field by field. */
-static void memmap_digest(const struct mem_range *map, size_t nr_map, const struct mem_range *crash,
-                          size_t nr_crash, uint8_t ret[static SHA256_DIGEST_SIZE]) {
-	struct sha256_ctx c;
-
-	sha256_init(&c);
-	for (size_t k = 0; k < 2; k++) {
-		const struct mem_range *r = k == 0 ? map : crash;
-		size_t n = k == 0 ? nr_map : nr_crash;
-
-		sha256_update(&c, &n, sizeof(n));
-		for (size_t i = 0; i < n; i++) {
-			sha256_update(&c, &r[i].start, sizeof(r[i].start));
-			sha256_update(&c, &r[i].end, sizeof(r[i].end));
-			sha256_update(&c, &r[i].type, sizeof(r[i].type));
-		}
-	}
-	sha256_final(&c, ret);
-}
-
-int loader_memory_map_digest(const char *root, uint8_t ret[static SHA256_DIGEST_SIZE]) {
-	_cleanup_free_ struct mem_range *map = NULL;
-	struct mem_range crash[8];
-	size_t nr_map = 0, nr_crash = 0;
-	int r;
-
-	r = memrange_read_memmap(root, NULL, &map, &nr_map);
-	if (r < 0)
-		return r;
-	(void)read_crash_ranges(root, crash, ELEMENTSOF(crash), &nr_crash);
-	memmap_digest(map, nr_map, crash, nr_crash, ret);
-	return 0;
 }
 
 const uint8_t *loader_image_memory_map_digest(const struct loader_image *img) {
@@ -327,29 +261,6 @@ const uint8_t *loader_image_memory_map_digest(const struct loader_image *img) {
 }
 
 /* --- building -------------------------------------------------------------- */
-
-/* Replaces *map with a copy whose RAM has every persistent-memory range of the
- * running kernel (/proc/iomem) carved out with that range's type: nothing is
- * placed there, and the new kernel's e820 table does not hand it out as RAM.
- * With a saved map (memmap_dir, out of the crash kernel), the ranges saved with
- * it too: the crash kernel does not see them. */
-static int keep_persistent_memory(const char *root, const char *memmap_dir, struct mem_range **map,
-                                  size_t *n) {
-	struct mem_range keep[2 * MEMRANGE_MAX_PMEM];
-	size_t nk = 0, ns = 0;
-	int r;
-
-	r = memrange_read_iomem_pmem(root, keep, MEMRANGE_MAX_PMEM, &nk);
-	if (r < 0)
-		return r;
-	if (memmap_dir) {
-		r = memrange_read_saved_pmem(memmap_dir, keep + nk, MEMRANGE_MAX_PMEM, &ns);
-		if (r < 0)
-			return r;
-		nk = memrange_merge(keep, nk, ns);
-	}
-	return memrange_keep_out_map(map, n, keep, nk);
-}
 
 /* On an EFI boot (root/sys/firmware/efi), img->efi read, and its runtime regions
  * typed reserved in *map wherever *map says RAM. */
@@ -641,43 +552,6 @@ static int build_purgatory(const struct loader_options *o, struct loader_image *
 	return 0;
 }
 
-/*
- * The placer over ram[], blocked where nothing may go: low memory, the map's non-RAM
- * ranges, the crash reservation (for a normal image), and what the running kernel keeps
- * out of the firmware's RAM (memmap=SIZE$OFFSET, e.g. a pstore area). The last not from a
- * saved map: the crash kernel's own /proc/iomem calls all but its reservation reserved.
- * An unreadable /proc/iomem leaves the firmware map alone, as before; -E2BIG past
- * MEMRANGE_MAX_KEPT such ranges.
- */
-static int new_placer(const struct loader_options *o, const struct mem_range *map, size_t nr_map,
-                      const struct mem_range *crash, size_t nr_crash, const struct mem_range *ram,
-                      size_t nr_ram, struct placer **ret) {
-	_cleanup_free_ struct placer *pl = NULL;
-	struct mem_range kept[MEMRANGE_MAX_KEPT];
-	size_t nr_kept = 0;
-
-	if (!o->panic && !o->memmap_dir &&
-	    memrange_read_iomem_kept(o->root, map, nr_map, kept, ELEMENTSOF(kept), &nr_kept) ==
-	            -E2BIG)
-		return -E2BIG;
-	pl = calloc(1, sizeof(*pl));
-	if (!pl)
-		return -ENOMEM;
-	pl->ram = ram;
-	pl->nr_ram = nr_ram;
-	placer_block(pl, 0, LOW_MEMORY_END - 1);
-	for (size_t i = 0; i < nr_map; i++)
-		if (map[i].type != E820_TYPE_RAM)
-			placer_block(pl, map[i].start, map[i].end);
-	if (!o->panic)
-		for (size_t i = 0; i < nr_crash; i++)
-			placer_block(pl, crash[i].start, crash[i].end);
-	for (size_t i = 0; i < nr_kept; i++)
-		placer_block(pl, kept[i].start, kept[i].end);
-	*ret = TAKE_PTR(pl);
-	return 0;
-}
-
 int loader_image_build(const struct loader_options *o, struct loader_image **ret_image,
                        LoaderError *ret_error, BzImageError *ret_bzimage_error) {
 	_cleanup_(loader_image_freep) struct loader_image *img = NULL;
@@ -716,15 +590,15 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 	/* The crash reservation: the panic image's RAM, and for a normal image
 	 * where not to go (a panic image lives there). For a normal image an
 	 * unreadable /proc/iomem only means we cannot tell. */
-	r = read_crash_ranges(o->root, crash, ELEMENTSOF(crash), &nr_crash);
+	r = machine_memory_read_crash(o->root, crash, ELEMENTSOF(crash), &nr_crash);
 	if (o->panic && r < 0 && r != -ENOENT)
 		FAIL(LOADER_ERR_NO_CRASH_RESERVATION, r);
 	if (o->panic && nr_crash == 0)
 		FAIL(LOADER_ERR_NO_CRASH_RESERVATION, -ENOENT);
 	/* Same inputs as loader_memory_map_digest(): the map and the reservation. */
-	memmap_digest(map, nr_map, crash, nr_crash, img->memmap_digest);
+	machine_memory_digest(map, nr_map, crash, nr_crash, img->memmap_digest);
 	/* Persistent memory is RAM in the firmware map (memmap=!): out of it. */
-	r = keep_persistent_memory(o->root, o->memmap_dir, &map, &nr_map);
+	r = machine_memory_keep_persistent(o->root, o->memmap_dir, &map, &nr_map);
 	if (r == -EPERM)
 		FAIL(LOADER_ERR_PMEM_HIDDEN, r);
 	if (r < 0)
@@ -744,7 +618,7 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 			if (map[i].type == E820_TYPE_RAM)
 				ram[nr_ram++] = map[i];
 
-	r = new_placer(o, map, nr_map, crash, nr_crash, ram, nr_ram, &pl);
+	r = machine_memory_new_placer(o, map, nr_map, crash, nr_crash, ram, nr_ram, &pl);
 	if (r == -E2BIG)
 		FAIL(LOADER_ERR_TOO_MANY_E820, r);
 	if (r < 0)

@@ -13,7 +13,8 @@
 
 #include "memrange.h"
 
-#define PLACER_MAX_BLOCKERS (MEMRANGE_MAX_RANGES + MEMRANGE_MAX_KEPT + 8)
+#define PLACER_LOW_MEMORY_END 0x100000ULL /* below 1 MiB: BIOS, real-mode, never used */
+#define PLACER_MAX_BLOCKERS   (MEMRANGE_MAX_RANGES + MEMRANGE_MAX_KEPT + 8)
 
 struct placer {
 	const struct mem_range *ram;
