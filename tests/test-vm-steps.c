@@ -141,6 +141,17 @@ static void define_domain(virConnectPtr conn, const char *name) {
 	virDomainFree(d);
 }
 
+/* libvirtd still starting on the new kernel: the next connect_failures opens fail. */
+static unsigned connect_failures;
+
+static virConnectPtr failing_connect_open(const char *uri) {
+	if (__atomic_load_n(&connect_failures, __ATOMIC_SEQ_CST) > 0) {
+		__atomic_sub_fetch(&connect_failures, 1, __ATOMIC_SEQ_CST);
+		return NULL;
+	}
+	return virConnectOpen(uri);
+}
+
 static int setup(void **state) {
 	World *w = calloc(1, sizeof(*w));
 	virDomainPtr t;
@@ -162,8 +173,10 @@ static int setup(void **state) {
 	ops = *vm_ops_default();
 	ops.managed_save = fake_managed_save;
 	ops.create = fake_create;
+	ops.connect_open = failing_connect_open;
 	vm_set_ops(&ops);
 	fail_save_of = fail_create_of = NULL;
+	connect_failures = 0;
 	*state = w;
 	return 0;
 }
@@ -274,6 +287,39 @@ static void test_vms_commit_checkpoints_and_restores(void **state) {
 	assert_int_equal(u->state, UPDATE_DONE);
 	assert_string_equal(vm_field(u, "a", "result"), "resumed");
 	assert_string_equal(vm_field(u, "b", "result"), "resumed");
+	assert_all_given_back(w);
+	assert_report_valid(w, id);
+	context_free(c);
+}
+
+/* The daemon starts beside libvirtd: on the new kernel the restore waits until libvirt
+ * answers, then restores, and stamps the moment (the report's libvirt-wait phase). */
+static void test_vms_restore_waits_for_libvirt(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	_cleanup_free_ char *id = NULL;
+	const UpdateStamp *st, *done;
+	Update *u = stage(c);
+
+	id = strdup(u->id);
+	assert_int_equal(context_commit_begin(c, "", &u, &e), 0);
+	assert_int_equal(context_commit_run(c, u), 0);
+	context_free(c);
+
+	connect_failures = 3; /* 3 refusals, 0.2 s apart */
+	c = boot(w, NEW_KERNEL, BOOT_B, true);
+	u = context_find(c, id);
+	assert_int_equal(connect_failures, 0);
+	assert_int_equal(u->state, UPDATE_DONE);
+	assert_string_equal(vm_field(u, "a", "result"), "resumed");
+	assert_string_equal(vm_field(u, "b", "result"), "resumed");
+	st = update_find_stamp(u, "libvirt-answered");
+	done = update_find_stamp(u, "completed");
+	assert_non_null(st);
+	assert_non_null(done);
+	assert_string_equal(st->boot_id, BOOT_B);
+	assert_true(st->monotonic_usec <= done->monotonic_usec);
 	assert_all_given_back(w);
 	assert_report_valid(w, id);
 	context_free(c);
@@ -644,6 +690,7 @@ int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_vms_commit_checkpoints_and_restores),
+		T(test_vms_restore_waits_for_libvirt),
 		T(test_vms_save_failure_rolls_back),
 		T(test_vms_crash_after_checkpoint_rolls_back_on_restart),
 		T(test_vms_crash_inside_checkpoint_rolls_back_from_decisions),

@@ -397,7 +397,10 @@ int vms_hook_rollback(Context *c, Update *u, void *userdata, char **ret_reason) 
 	}
 	if (!needs_rollback(res))
 		return 0;
-	r = vms_connect_unlocked(w, &conn, ret_reason);
+	/* Giving the VMs back waits for libvirt as the restore does: a rollback may run at the
+	 * daemon's start (a commit a crash interrupted, a handoff that booted the old kernel),
+	 * beside a libvirtd still starting. */
+	r = vms_connect_wait(w, VM_LIBVIRT_WAIT_DEFAULT, &conn, ret_reason);
 	if (r < 0)
 		return r;
 	job_blocking_begin();
@@ -421,9 +424,12 @@ int vms_hook_restore(Context *c, Update *u, void *userdata, char **ret_reason) {
 		*ret_reason = strdup("the VM results in the handoff record are unreadable");
 		return r;
 	}
-	r = vms_connect_unlocked(w, &conn, ret_reason);
+	/* The daemon starts beside libvirtd: the restore waits for it to answer, then starts.
+	 * The stamp splits the report's post-boot phase (docs/report.md). */
+	r = vms_connect_wait(w, VM_LIBVIRT_WAIT_DEFAULT, &conn, ret_reason);
 	if (r < 0)
 		return r;
+	(void)update_add_stamp(u, "libvirt-answered", false, context_boot_id(c));
 	plan_from_policy(c, &plan);
 	plan.cancel = NULL; /* after the handoff nothing is cancelled */
 	job_blocking_begin();

@@ -31,6 +31,7 @@ struct VmWiring {
 /* vm-steps.c */
 const char *vms_libvirt_error(void);
 int vms_connect_unlocked(VmWiring *w, virConnectPtr *ret, char **ret_reason);
+int vms_connect_wait(VmWiring *w, usec_t timeout, virConnectPtr *ret, char **ret_reason);
 void vms_conn_closep(virConnectPtr *c);
 #define _cleanup_conn_ _cleanup_(vms_conn_closep)
 

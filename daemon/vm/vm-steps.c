@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -21,13 +22,15 @@
 #include "job.h"
 #include "log.h"
 #include "string-util.h"
+#include "time-util.h"
 #include "upgrade-bus.h"
 #include "vm.h"
 #include "vm-steps.h"
 #include "vm-steps-internal.h"
 #include "vm-transfers.h"
 
-#define VM_NAME_MAX 256
+#define VM_NAME_MAX        256
+#define VMS_WAIT_POLL_USEC (200ULL * 1000ULL)
 
 /* ---- constructors / destructors ---- */
 
@@ -105,6 +108,44 @@ int vms_connect_unlocked(VmWiring *w, virConnectPtr *ret, char **ret_reason) {
 		*ret = NULL;
 	}
 	return k < 0 ? k : r;
+}
+
+/* vms_connect_unlocked() again every VMS_WAIT_POLL_USEC until libvirt answers or timeout
+ * passed. The boot after a handoff: upgraded starts beside libvirtd, not after it
+ * (units/upgraded.service.in), and the restore starts as soon as libvirt answers. A libvirtd
+ * still starting refuses the connection (no socket yet) or takes it and answers late (socket
+ * activation); both are waited for. */
+int vms_connect_wait(VmWiring *w, usec_t timeout, virConnectPtr *ret, char **ret_reason) {
+	usec_t start = now_monotonic_usec(), now;
+	int r;
+
+	for (unsigned attempt = 0;; attempt++) {
+		_cleanup_free_ char *why = NULL;
+
+		r = vms_connect_unlocked(w, ret, &why);
+		now = now_monotonic_usec();
+		if (r >= 0) {
+			if (attempt > 0)
+				log_info("libvirt at '%s' answered after %.1f s.", w->uri,
+				         (double)(now - start) / 1e6);
+			return 0;
+		}
+		if (now - start >= timeout) {
+			if (ret_reason && asprintf(ret_reason, "%s (waited %.0f s)",
+			                           why ?: "cannot connect to libvirt",
+			                           (double)(now - start) / 1e6) < 0)
+				*ret_reason = NULL;
+			return r;
+		}
+		if (attempt == 0)
+			log_info("Waiting for libvirt at '%s' to answer, at most %.0f s: %s",
+			         w->uri, (double)timeout / 1e6, strna(why));
+		job_blocking_begin();
+		usleep(VMS_WAIT_POLL_USEC);
+		r = job_blocking_end();
+		if (r < 0)
+			return r;
+	}
 }
 
 void vms_conn_closep(virConnectPtr *c) {
