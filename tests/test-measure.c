@@ -76,6 +76,8 @@ typedef struct World {
 	 * 0: no mark). The tests' /dev/kmsg is a plain file, which the daemon never writes
 	 * to, so the record gets the moment the real write would have given it. */
 	uint64_t mark_latency_ns;
+	/* The restore's connection opened at this new CLOCK_MONOTONIC (ns; 0: no stamp). */
+	uint64_t libvirt_answered_ns;
 	json_object *record; /* the measurement record as the new kernel read it */
 } World;
 
@@ -233,6 +235,8 @@ static json_object *run_update(World *w) {
 	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_RESUME), 0);
 	assert_int_equal(probe_mark_at(measure_probe(m), vm, PROBE_MARK_RESUME, 6 * S), 0);
 	set_stamp(u, "booted", NEW_BOOT, 5 * S);
+	if (w->libvirt_answered_ns)
+		set_stamp(u, "libvirt-answered", NEW_BOOT, w->libvirt_answered_ns);
 	set_stamp(u, "completed", NEW_BOOT, 7 * S);
 	u->state = UPDATE_DONE;
 	if (w->booted_kernel) {
@@ -309,6 +313,44 @@ static void test_measure_tsc_timebase(void **state) {
 	/* kexec_file-style handoff: no stamps, the verify time is missing with the reason */
 	assert_true(json_object_is_type(jget(o, "purgatory", "verify_ns"), json_type_null));
 	assert_true(has_missing(o, "purgatory_verify", "upgraded.stamps="));
+	json_object_put(o);
+}
+
+/* Returns phase i of o's phases, checking its name. */
+static json_object *phase_at(json_object *o, size_t i, const char *name) {
+	json_object *p = json_object_array_get_idx(jget(o, "phases", NULL), i);
+
+	assert_non_null(p);
+	assert_string_equal(json_object_get_string(jget(p, "name", NULL)), name);
+	return p;
+}
+
+static void test_measure_libvirt_wait(void **state) {
+	World *w = *state;
+	json_object *o, *p;
+
+	/* Daemon start at t = 8 s (new 5 s), libvirt answered at new 6.5 s (t = 9.5 s),
+	 * completed at new 7 s (t = 10 s): the wait is a phase of its own. */
+	w->cpuflags = "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+	w->kmsg = true;
+	w->libvirt_answered_ns = 6 * S + S / 2;
+	o = run_update(w);
+	assert_int_equal(json_object_array_length(jget(o, "phases", NULL)), 5);
+	p = phase_at(o, 3, "libvirt-wait");
+	assert_int_equal(json_object_get_int64(jget(p, "start_ns", NULL)), 8 * (int64_t)S);
+	assert_int_equal(json_object_get_int64(jget(p, "duration_ns", NULL)), 3 * (int64_t)S / 2);
+	assert_string_equal(json_object_get_string(jget(p, "kernel", NULL)), "new");
+	p = phase_at(o, 4, "post-boot");
+	assert_int_equal(json_object_get_int64(jget(p, "start_ns", NULL)), 9 * S + S / 2);
+	assert_int_equal(json_object_get_int64(jget(p, "end_ns", NULL)), 10 * (int64_t)S);
+	json_object_put(o);
+
+	/* A stamp before the daemon's start (a clock that cannot be) splits nothing. */
+	w->libvirt_answered_ns = 4 * S;
+	o = run_update(w);
+	assert_int_equal(json_object_array_length(jget(o, "phases", NULL)), 4);
+	p = phase_at(o, 3, "post-boot");
+	assert_int_equal(json_object_get_int64(jget(p, "start_ns", NULL)), 8 * (int64_t)S);
 	json_object_put(o);
 }
 
@@ -662,6 +704,7 @@ static void test_measure_report_gate(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_measure_tsc_timebase, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_measure_libvirt_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_request_sample_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_realtime_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_measure_stamps_present, setup, teardown),

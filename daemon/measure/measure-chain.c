@@ -7,7 +7,9 @@
  * +-) on the new one.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "macros.h"
 #include "measure-internal.h"
@@ -36,6 +38,49 @@ static void place_on_axis(json_object *a, const char *from, const char *to, bool
 	}
 }
 
+/* libvirt's daemons a restore may wait for, in the order tried: the modular QEMU daemon,
+ * then the monolithic one. */
+static const char *const libvirt_units[] = { "virtqemud.service", "libvirtd.service" };
+
+/* The chain of the unit the restore waited for. The daemon starts beside libvirtd
+ * (units/upgraded.service.in): when libvirt's daemon became active after the daemon's own
+ * start, the restore waited for it; otherwise (libvirt was up first, or is no unit here) for
+ * the daemon's own unit. */
+static int chain_read_waited(Measure *m, char **ret_unit, UnitChain *ret, uint64_t *ret_userspace,
+                             char **ret_why) {
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(libvirt_units); i++) {
+		_cleanup_free_ char *why = NULL;
+		UnitChain c = {};
+		uint64_t us = 0;
+
+		if (systemd_unit_chain_read(m->bus_address, libvirt_units[i], &c, &us, &why) < 0)
+			continue; /* not a unit here, or never active in this boot */
+		if (c.n_links > 0 &&
+		    c.links[c.n_links - 1].activated_us * 1000 > m->start.monotonic_ns) {
+			*ret_unit = strdup(libvirt_units[i]);
+			if (!*ret_unit) {
+				unit_chain_done(&c);
+				return -ENOMEM;
+			}
+			*ret = c;
+			*ret_userspace = us;
+			return 0;
+		}
+		unit_chain_done(&c);
+		break;
+	}
+	r = systemd_own_unit(ret_unit);
+	if (r < 0) {
+		if (asprintf(ret_why, "the daemon does not run as a systemd service (%s)",
+		             strerror(-r)) < 0)
+			*ret_why = NULL;
+		return r;
+	}
+	return systemd_unit_chain_read(m->bus_address, *ret_unit, ret, ret_userspace, ret_why);
+}
+
 static json_object *chain_new_kernel(Measure *m, const TimebaseInput *in, const Timebase *tb,
                                      bool have_tb, json_object *missing) {
 	_cleanup_free_ char *unit = NULL, *why = NULL;
@@ -44,14 +89,7 @@ static json_object *chain_new_kernel(Measure *m, const TimebaseInput *in, const 
 	json_object *o, *units = NULL;
 	int r;
 
-	r = systemd_own_unit(&unit);
-	if (r < 0) {
-		measure_add_missing(missing, "critical_path_new",
-		                    "the daemon does not run as a systemd service (%s)",
-		                    strerror(-r));
-		return NULL;
-	}
-	r = systemd_unit_chain_read(m->bus_address, unit, &chain, &userspace, &why);
+	r = chain_read_waited(m, &unit, &chain, &userspace, &why);
 	if (r < 0) {
 		measure_add_missing(missing, "critical_path_new", "%s", why ?: strerror(-r));
 		return NULL;

@@ -323,6 +323,22 @@ static bool report_timebase(const TimebaseInput *in, bool have_reboot, Timebase 
 	return false;
 }
 
+/* Daemon start -> update completed on the new kernel. When the restore stamped the moment
+ * libvirt answered (after the daemon's start), the wait for libvirtd is a phase of its own:
+ * the daemon starts beside libvirtd, and that wait is libvirtd's start, not ours. */
+static void report_post_boot(const Update *u, const Context *c, const Timebase *tb, int64_t start,
+                             uint64_t done, json_object *phases) {
+	uint64_t answered = stamp_ns(u, "libvirt-answered", context_boot_id(c));
+	int64_t at = answered ? timebase_new_to_axis(tb, answered) : start;
+
+	if (answered && at > start && answered <= done) {
+		json_object_array_add(phases, phase_new("libvirt-wait", start, at, true, "new"));
+		start = at;
+	}
+	json_object_array_add(
+	        phases, phase_new("post-boot", start, timebase_new_to_axis(tb, done), true, "new"));
+}
+
 /* The phases on the reboot-request axis and the host's blackout (have_tb), or what is
  * missing without a common timebase. */
 static void report_phases(Measure *m, Context *c, Update *u, const TimebaseInput *in, Timebase *tb,
@@ -351,9 +367,7 @@ static void report_phases(Measure *m, Context *c, Update *u, const TimebaseInput
 			json_object_array_add(phases, x);
 		}
 		if (done)
-			json_object_array_add(phases, phase_new("post-boot", start,
-			                                        timebase_new_to_axis(tb, done),
-			                                        true, "new"));
+			report_post_boot(u, c, tb, start, done, phases);
 		json_object_object_add(totals, "host_blackout_ns", json_object_new_int64(start));
 		json_object_object_add(totals, "uncertainty_ns",
 		                       json_object_new_uint64(tb->uncertainty_ns));
