@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The report's critical_path (docs/report.md) held against what the lab host's own tools say.
 
-- New kernel: `systemd-analyze critical-chain upgraded.service`, run in the lab host once its
-  boot finished (guest/critical-chain-new.txt). Every link the report names must be the one
-  systemd-analyze names, at the same time (+-1.5 ms: it prints milliseconds), down to where
-  the two may differ by design: systemd-analyze also follows a dependency that became active
-  after the unit above it began starting (it cannot have held it up, and the report does not
-  follow it), or two dependencies became active in the same millisecond (a tie).
+- New kernel: `systemd-analyze critical-chain UNIT` for the unit the report's chain ends at
+  (`target`: libvirtd.service when the daemon, started beside libvirtd, waited for it;
+  upgraded.service when libvirtd was up first), run in the lab host once its boot finished
+  (guest/critical-chain-new.txt, with the unit on its first line). Every link the report
+  names must be the one systemd-analyze names, at the same time (+-1.5 ms: it prints
+  milliseconds), down to where the two may part by design: systemd-analyze also follows a
+  dependency that became active after the unit above it began starting (it cannot have held
+  it up, and the report does not follow it), or two dependencies became active in the same
+  millisecond (a tie). From there the comparison goes on with systemd-analyze's chain of the
+  report's next link (guest/critical-chain-units/, one for every unit of the report's chain).
 - Old kernel: PID 1's "Stopping"/"Stopped" entries of the old boot, read with journalctl
   (guest/unit-stops-old.json). The report must list exactly the units whose last stop ended
   at or after its cut (the reboot request), each at the journal's time; libvirtd.service
-  among them (upgraded requests the kexec before libvirtd stops). After a fast shutdown
+  among them (upgraded requests the kexec before libvirtd stops). upgraded.service's stop
+  must have ended before libvirtd.service's began: upgraded starts beside libvirtd, and
+  upgraded-drain.service is what orders the stops. After a fast shutdown
   (handoff.shutdown.mode fast) there must be none, in the report and in the journal.
 
 check(results, own) -> (lines, reasons); nothing to check (lines only) when the scenario did
@@ -53,7 +59,47 @@ def parse_analyze(text):
     return chain
 
 
-def check_new(chain_text, nk):
+def compare_from(analyze, ours, base, zero):
+    """Compares ours[base:] with one systemd-analyze chain (whose target is ours[base]).
+    Returns (agreed, next_base or None, lines, reasons): next_base is where a divergence by
+    design (a dependency active after the unit above began, or a tie) left off."""
+    lines, reasons, agreed = [], [], 0
+    for k, (name, at, took) in enumerate(analyze):
+        i = base + k
+        if i >= len(ours):
+            break
+        u = ours[i]
+        if u['unit'] != name:
+            # systemd-analyze prints its target without a start (no @): the report's own,
+            # which that link agreed with by name.
+            parent_start = analyze[k - 1][1] if k > 0 else None
+            if k > 0 and parent_start is None:
+                parent_start = ours[i - 1]['activating_ns'] / 1e9 - zero
+            active = (at or 0) + took
+            if parent_start is not None and active > parent_start + TOLERANCE_S:
+                lines.append(f'critical chain: systemd-analyze follows {name} (active at '
+                             f'{active:.3f} s, after {analyze[k - 1][0]} began at '
+                             f'{parent_start:.3f} s); the report follows {u["unit"]}')
+                return agreed, i, lines, reasons
+            if k > 0 and abs(((u['activated_ns'] / 1e9) - zero) - active) <= TOLERANCE_S:
+                lines.append(f'critical chain: a tie at link {i}: {name} and {u["unit"]}')
+                return agreed, i, lines, reasons
+            reasons.append(f'critical chain: link {i} is {u["unit"]} in the report, '
+                           f'{name} in systemd-analyze')
+            return agreed, None, lines, reasons
+        took_ours = u['time_ns'] / 1e9
+        at_ours = ((u['activating_ns'] if took_ours > 0 else u['activated_ns']) / 1e9) - zero
+        if at is not None and (abs(at_ours - at) > TOLERANCE_S or abs(took_ours - took) > TOLERANCE_S):
+            reasons.append(f'critical chain: {name} @{at_ours:.3f} +{took_ours:.3f} s in the '
+                           f'report, @{at:.3f} +{took:.3f} s in systemd-analyze')
+        agreed += 1
+    return agreed, None, lines, reasons
+
+
+def check_new(chain_text, nk, more=None):
+    """chain_text: systemd-analyze for the report's target. more: {unit: text} of
+    systemd-analyze for other units of the report's chain; where the two chains part by
+    design, the comparison goes on from the report's next link with that unit's chain."""
     lines, reasons = [], []
     analyze = parse_analyze(chain_text)
     ours = list(reversed(nk.get('units') or []))  # target first, as systemd-analyze prints
@@ -61,35 +107,34 @@ def check_new(chain_text, nk):
     if not analyze:
         return lines, ['critical chain: systemd-analyze printed no chain: ' +
                        chain_text.strip()[:200]]
-    agreed = 0
-    for i, (name, at, took) in enumerate(analyze):
-        if i >= len(ours):
+    agreed, base, first = 0, 0, len(analyze)
+    while analyze:
+        n, base, l, r = compare_from(analyze, ours, base, zero)
+        agreed, lines, reasons = agreed + n, lines + l, reasons + r
+        if base is None or base >= len(ours):
             break
-        u = ours[i]
-        if u['unit'] != name:
-            parent_start = analyze[i - 1][1] if i > 0 else None
-            active = (at or 0) + took
-            if parent_start is not None and active > parent_start + TOLERANCE_S:
-                lines.append(f'critical chain: systemd-analyze follows {name} (active at '
-                             f'{active:.3f} s, after {analyze[i - 1][0]} began at '
-                             f'{parent_start:.3f} s); the report follows {u["unit"]}')
-            elif abs(((u['activated_ns'] / 1e9) - zero) - active) <= TOLERANCE_S:
-                lines.append(f'critical chain: a tie at link {i}: {name} and {u["unit"]}')
-            else:
-                reasons.append(f'critical chain: link {i} is {u["unit"]} in the report, '
-                               f'{name} in systemd-analyze')
-            break
-        took_ours = u['time_ns'] / 1e9
-        at_ours = ((u['activating_ns'] if took_ours > 0 else u['activated_ns']) / 1e9) - zero
-        if at is not None and (abs(at_ours - at) > TOLERANCE_S or abs(took_ours - took) > TOLERANCE_S):
-            reasons.append(f'critical chain: {name} @{at_ours:.3f} +{took_ours:.3f} s in the '
-                           f'report, @{at:.3f} +{took:.3f} s in systemd-analyze')
-        agreed += 1
-    if agreed < min(3, len(analyze)):
+        text = (more or {}).get(ours[base]['unit'])
+        analyze = parse_analyze(text) if text else None
+    if agreed < min(3, first, len(ours)):
         reasons.append(f'critical chain: only {agreed} link(s) agree with systemd-analyze')
     lines.append(f'critical chain: {agreed} of {len(ours)} link(s) agree with systemd-analyze '
-                 f'({len(analyze)} in its chain), up to {nk.get("target")}')
+                 f'(its chain of {first}, and of the units where the two part), up to '
+                 f'{nk.get("target")}')
     return lines, reasons
+
+
+def stop_order(last, first_stopping, cut):
+    """upgraded.service stopped (by upgraded-drain.service) before libvirtd.service began to
+    stop, in the orderly shutdown after the reboot request."""
+    up, lv = last.get('upgraded.service'), first_stopping.get('libvirtd.service')
+    if lv is None:
+        return []  # libvirtd's absence is reported by the caller
+    if up is None or up < cut:
+        return ['old-kernel stops: upgraded.service did not stop after the reboot request']
+    if up > lv:
+        return [f'old-kernel stops: upgraded.service stopped {(up - lv) / 1e9:.3f} s after '
+                'libvirtd.service began to stop (upgraded-drain.service must order them)']
+    return []
 
 
 def check_old(stops_path, ok, fast, cut):
@@ -106,19 +151,23 @@ def check_old(stops_path, ok, fast, cut):
     # request's axis, exact on the old kernel); with no unit, the report's own sample.
     if units:
         cut = units[0]['stopped_ns'] - units[0]['end_ns']
-    last = {}
+    last, first_stopping = {}, {}
     with open(stops_path) as f:
         for line in f:
             try:
                 e = json.loads(line)
             except ValueError:
                 continue
-            if e.get('MESSAGE_ID') == STOPPED and e.get('UNIT'):
-                t = int(e['__MONOTONIC_TIMESTAMP']) * 1000
+            if not e.get('UNIT'):
+                continue
+            t = int(e['__MONOTONIC_TIMESTAMP']) * 1000
+            if e.get('MESSAGE_ID') == STOPPED:
                 last[e['UNIT']] = max(t, last.get(e['UNIT'], 0))
+            elif e.get('MESSAGE_ID') == STOPPING and t >= cut:
+                first_stopping.setdefault(e['UNIT'], t)
     want = {u: t for u, t in last.items() if t >= cut}
     got = {u['unit']: u['stopped_ns'] for u in units}
-    reasons = []
+    reasons = stop_order(last, first_stopping, cut) if not fast else []
     if set(want) != set(got):
         reasons.append('old-kernel stops: the report lists '
                        f'{sorted(set(got) - set(want))} the journal does not, and misses '
@@ -134,9 +183,21 @@ def check_old(stops_path, ok, fast, cut):
             f'journal; the longest {slow["unit"]} {slow["time_ns"] / 1e9:.3f} s'], reasons
 
 
+def read_chain(path):
+    """guest/critical-chain-new.txt: 'unit: NAME' on its first line, then systemd-analyze's
+    output for NAME."""
+    with open(path) as f:
+        text = f.read()
+    first, _, rest = text.partition('\n')
+    if first.startswith('unit: '):
+        return first[len('unit: '):].strip(), rest
+    return None, text
+
+
 def check(results, own):
     guest = os.path.join(results, 'guest')
     chain_path = os.path.join(guest, 'critical-chain-new.txt')
+    more_dir = os.path.join(guest, 'critical-chain-units')
     stops_path = os.path.join(guest, 'unit-stops-old.json')
     if not os.path.exists(chain_path):
         return [], []
@@ -151,9 +212,19 @@ def check(results, own):
         reasons.append('critical path: the report has no new-kernel chain: ' +
                        str(missing.get('critical_path_new')))
     else:
-        with open(chain_path) as f:
-            l, r = check_new(f.read(), cp['new_kernel'])
-        lines, reasons = lines + l, reasons + r
+        unit, text = read_chain(chain_path)
+        if unit != cp['new_kernel'].get('target'):
+            reasons.append(f'critical chain: the report\'s ends at '
+                           f'{cp["new_kernel"].get("target")}, systemd-analyze was asked for '
+                           f'{unit}')
+        else:
+            more = {}
+            for name in os.listdir(more_dir) if os.path.isdir(more_dir) else []:
+                u, t = read_chain(os.path.join(more_dir, name))
+                if u:
+                    more[u] = t
+            l, r = check_new(text, cp['new_kernel'], more)
+            lines, reasons = lines + l, reasons + r
     if not cp.get('old_kernel'):
         reasons.append('critical path: the report has no old-kernel stops: ' +
                        str(missing.get('critical_path_old')))
