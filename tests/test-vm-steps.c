@@ -292,8 +292,8 @@ static void test_vms_commit_checkpoints_and_restores(void **state) {
 	context_free(c);
 }
 
-/* The daemon starts beside libvirtd: on the new kernel the restore waits until libvirt
- * answers, then restores, and stamps the moment (the report's libvirt-wait phase). */
+/* libvirtd not answering yet: on the new kernel the restore waits until libvirt answers,
+ * then restores, and stamps the moment (the report's libvirt-wait phase). */
 static void test_vms_restore_waits_for_libvirt(void **state) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	World *w = *state;

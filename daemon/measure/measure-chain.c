@@ -42,10 +42,10 @@ static void place_on_axis(json_object *a, const char *from, const char *to, bool
  * then the monolithic one. */
 static const char *const libvirt_units[] = { "virtqemud.service", "libvirtd.service" };
 
-/* The chain of the unit the restore waited for. The daemon starts beside libvirtd
- * (units/upgraded.service.in): when libvirt's daemon became active after the daemon's own
- * start, the restore waited for it; otherwise (libvirt was up first, or is no unit here) for
- * the daemon's own unit. */
+/* The chain of the unit the restore waited for: libvirt's daemon when it became active
+ * after the daemon's own start (a daemon started before it, by D-Bus or by hand); otherwise
+ * (libvirt was up first, as upgraded.service's ordering has it, or is no unit here) the
+ * daemon's own unit. */
 static int chain_read_waited(Measure *m, char **ret_unit, UnitChain *ret, uint64_t *ret_userspace,
                              char **ret_why) {
 	int r;

@@ -324,8 +324,9 @@ static bool report_timebase(const TimebaseInput *in, bool have_reboot, Timebase 
 }
 
 /* Daemon start -> update completed on the new kernel. When the restore stamped the moment
- * libvirt answered (after the daemon's start), the wait for libvirtd is a phase of its own:
- * the daemon starts beside libvirtd, and that wait is libvirtd's start, not ours. */
+ * libvirt answered (after the daemon's start), the time up to it is a phase of its own: the
+ * daemon's setup up to its first libvirt call, and what libvirtd still did after its
+ * READY=1 (its QEMU driver's start). */
 static void report_post_boot(const Update *u, const Context *c, const Timebase *tb, int64_t start,
                              uint64_t done, json_object *phases) {
 	uint64_t answered = stamp_ns(u, "libvirt-answered", context_boot_id(c));

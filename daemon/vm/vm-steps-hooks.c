@@ -399,7 +399,7 @@ int vms_hook_rollback(Context *c, Update *u, void *userdata, char **ret_reason) 
 		return 0;
 	/* Giving the VMs back waits for libvirt as the restore does: a rollback may run at the
 	 * daemon's start (a commit a crash interrupted, a handoff that booted the old kernel),
-	 * beside a libvirtd still starting. */
+	 * while libvirtd still starts. */
 	r = vms_connect_wait(w, VM_LIBVIRT_WAIT_DEFAULT, &conn, ret_reason);
 	if (r < 0)
 		return r;
@@ -424,8 +424,8 @@ int vms_hook_restore(Context *c, Update *u, void *userdata, char **ret_reason) {
 		*ret_reason = strdup("the VM results in the handoff record are unreadable");
 		return r;
 	}
-	/* The daemon starts beside libvirtd: the restore waits for it to answer, then starts.
-	 * The stamp splits the report's post-boot phase (docs/report.md). */
+	/* libvirtd may not answer yet: the restore waits for it, then starts. The stamp splits
+	 * the report's post-boot phase (docs/report.md). */
 	r = vms_connect_wait(w, VM_LIBVIRT_WAIT_DEFAULT, &conn, ret_reason);
 	if (r < 0)
 		return r;

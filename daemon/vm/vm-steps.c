@@ -111,10 +111,9 @@ int vms_connect_unlocked(VmWiring *w, virConnectPtr *ret, char **ret_reason) {
 }
 
 /* vms_connect_unlocked() again every VMS_WAIT_POLL_USEC until libvirt answers or timeout
- * passed. The boot after a handoff: upgraded starts beside libvirtd, not after it
- * (units/upgraded.service.in), and the restore starts as soon as libvirt answers. A libvirtd
- * still starting refuses the connection (no socket yet) or takes it and answers late (socket
- * activation); both are waited for. */
+ * passed: the restore starts as soon as libvirt answers. A libvirtd still starting refuses
+ * the connection (no socket yet) or takes it and answers late (socket activation, or its
+ * QEMU driver still starting after READY=1); both are waited for. */
 int vms_connect_wait(VmWiring *w, usec_t timeout, virConnectPtr *ret, char **ret_reason) {
 	usec_t start = now_monotonic_usec(), now;
 	int r;

@@ -189,9 +189,10 @@ typedef struct VmPlan {
 #define VM_RESTORE_TIMEOUT_DEFAULT  (120ULL * 1000000ULL)
 #define VM_SAVE_DIR_DEFAULT         "/var/lib/libvirt/qemu/save"
 #define VM_CALL_TIMEOUT_DEFAULT     (15ULL * 1000000ULL)
-/* The boot after a handoff: how long the restore waits for libvirt to answer at all. The
- * daemon starts beside libvirtd (units/upgraded.service.in); five minutes covers a libvirtd
- * that takes its whole default start timeout (90 s) under load, three times over. */
+/* How long the restore on the new kernel (and a rollback) waits for libvirt to answer at all:
+ * libvirtd says READY=1 before its QEMU driver answers, and a rollback may run beside a
+ * libvirtd still starting. Five minutes covers libvirtd's whole default start timeout (90 s)
+ * under load, three times over. */
 #define VM_LIBVIRT_WAIT_DEFAULT     (300ULL * 1000000ULL)
 
 #define VM_CLOCK_SYNC_TIMEOUT_DEFAULT (5ULL * 1000000ULL)

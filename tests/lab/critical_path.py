@@ -2,8 +2,8 @@
 """The report's critical_path (docs/report.md) held against what the lab host's own tools say.
 
 - New kernel: `systemd-analyze critical-chain UNIT` for the unit the report's chain ends at
-  (`target`: libvirtd.service when the daemon, started beside libvirtd, waited for it;
-  upgraded.service when libvirtd was up first), run in the lab host once its boot finished
+  (`target`: upgraded.service, ordered after libvirtd; libvirtd.service if the daemon ran
+  before libvirtd was up), run in the lab host once its boot finished
   (guest/critical-chain-new.txt, with the unit on its first line). Every link the report
   names must be the one systemd-analyze names, at the same time (+-1.5 ms: it prints
   milliseconds), down to where the two may part by design: systemd-analyze also follows a
@@ -15,8 +15,8 @@
   (guest/unit-stops-old.json). The report must list exactly the units whose last stop ended
   at or after its cut (the reboot request), each at the journal's time; libvirtd.service
   among them (upgraded requests the kexec before libvirtd stops). upgraded.service's stop
-  must have ended before libvirtd.service's began: upgraded starts beside libvirtd, and
-  upgraded-drain.service is what orders the stops. After a fast shutdown
+  must have ended before libvirtd.service's began (its After=libvirtd.service: a rollback
+  needs libvirtd). After a fast shutdown
   (handoff.shutdown.mode fast) there must be none, in the report and in the journal.
 
 check(results, own) -> (lines, reasons); nothing to check (lines only) when the scenario did
@@ -124,8 +124,8 @@ def check_new(chain_text, nk, more=None):
 
 
 def stop_order(last, first_stopping, cut):
-    """upgraded.service stopped (by upgraded-drain.service) before libvirtd.service began to
-    stop, in the orderly shutdown after the reboot request."""
+    """upgraded.service stopped before libvirtd.service began to stop, in the orderly
+    shutdown after the reboot request."""
     up, lv = last.get('upgraded.service'), first_stopping.get('libvirtd.service')
     if lv is None:
         return []  # libvirtd's absence is reported by the caller
@@ -133,7 +133,7 @@ def stop_order(last, first_stopping, cut):
         return ['old-kernel stops: upgraded.service did not stop after the reboot request']
     if up > lv:
         return [f'old-kernel stops: upgraded.service stopped {(up - lv) / 1e9:.3f} s after '
-                'libvirtd.service began to stop (upgraded-drain.service must order them)']
+                'libvirtd.service began to stop (a rollback needs libvirtd)']
     return []
 
 

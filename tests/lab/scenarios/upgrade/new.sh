@@ -8,18 +8,6 @@
 
 ok=true
 lab_check kernel-is-new test "$(uname -r)" = "$LAB_KERNEL_NEW" || ok=false
-# upgraded starts beside libvirtd, not after it (units/upgraded.service.in): systemd began
-# its start before libvirtd was up, and the restore waited for libvirt to answer (the
-# report's libvirt-wait phase). Times in usec of this boot's CLOCK_MONOTONIC.
-kv_started_beside() {
-        local up lv
-        up=$(systemctl show -p InactiveExitTimestampMonotonic --value upgraded.service)
-        lv=$(lab_unit_mono libvirtd.service)
-        lab_marker start-order upgraded_activating_usec="$up" libvirtd_active_usec="$lv"
-        [ "${up:-0}" -gt 0 ] && [ "${lv:-0}" -gt 0 ] && [ "$up" -lt "$lv" ]
-}
-lab_check upgraded-started-beside-libvirtd kv_started_beside || ok=false
-lab_check drain-unit-active systemctl -q is-active upgraded-drain.service || ok=false
 lab_check report-written lab_wait_report || ok=false
 lab_check vms-running lab_wait_vms_running 300 || ok=false
 for vm in $(lab_counter_vms); do
