@@ -140,6 +140,7 @@ typedef struct Args {
 	const char *boot_id;
 	const char *libvirt_uri;
 	uint64_t libvirt_timeout_usec;
+	uint64_t libvirt_wait_usec;
 	bool check_config;
 	bool show;
 } Args;
@@ -161,6 +162,8 @@ static void help(void) {
 	       "     --libvirt-timeout=SEC  Deadline of every libvirt call: opening a connection,\n"
 	       "                            and libvirtd's silence before the keepalive closes it\n"
 	       "                            (default: 15)\n"
+	       "     --libvirt-wait=SEC     How long the VM restore (and a rollback) waits for\n"
+	       "                            libvirt to answer at all (default: 300)\n"
 	       "     --log-level=LEVEL      err, warning, info (default) or debug\n\n"
 	       "Test-only options, accepted together with --root only:\n"
 	       "     --backend=NAME         kexec backend: kexec_load (upgraded's own loader),\n"
@@ -172,12 +175,12 @@ static void help(void) {
 	       "See docs/dbus-api.md and docs/state-machine.md.\n");
 }
 
-static int parse_libvirt_timeout(const char *value, uint64_t *ret_usec) {
+static int parse_libvirt_seconds(const char *option, const char *value, uint64_t *ret_usec) {
 	unsigned long long sec;
 
 	if (safe_atou64(value, &sec) < 0 || sec < 1 || sec > 3600)
-		return log_error_errno(
-		        -EINVAL, "--libvirt-timeout= takes 1..3600 seconds, not '%s'.", value);
+		return log_error_errno(-EINVAL, "--%s= takes 1..3600 seconds, not '%s'.", option,
+		                       value);
 	*ret_usec = sec * 1000000ULL;
 	return 0;
 }
@@ -219,6 +222,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		ARG_BOOT_ID,
 		ARG_LIBVIRT_URI,
 		ARG_LIBVIRT_TIMEOUT,
+		ARG_LIBVIRT_WAIT,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -234,6 +238,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 		{ "boot-id", required_argument, NULL, ARG_BOOT_ID },
 		{ "libvirt-uri", required_argument, NULL, ARG_LIBVIRT_URI },
 		{ "libvirt-timeout", required_argument, NULL, ARG_LIBVIRT_TIMEOUT },
+		{ "libvirt-wait", required_argument, NULL, ARG_LIBVIRT_WAIT },
 		{},
 	};
 	int c, l;
@@ -285,7 +290,13 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 			a->libvirt_uri = optarg;
 			break;
 		case ARG_LIBVIRT_TIMEOUT:
-			l = parse_libvirt_timeout(optarg, &a->libvirt_timeout_usec);
+			l = parse_libvirt_seconds("libvirt-timeout", optarg,
+			                          &a->libvirt_timeout_usec);
+			if (l < 0)
+				return l;
+			break;
+		case ARG_LIBVIRT_WAIT:
+			l = parse_libvirt_seconds("libvirt-wait", optarg, &a->libvirt_wait_usec);
 			if (l < 0)
 				return l;
 			break;
@@ -534,6 +545,7 @@ static int setup_vms(const Args *a, Context *c, VmWiring **ret) {
 	/* Every libvirt call with a deadline: bounded opens, keepalive on libvirt's own event
 	 * loop (a thread of its own). */
 	vm_set_call_timeout(a->libvirt_timeout_usec);
+	vm_set_libvirt_wait(a->libvirt_wait_usec);
 	r = vm_event_loop_start();
 	if (r < 0)
 		log_warning_errno(r, "Cannot start libvirt's event loop, no keepalive: %m");

@@ -25,6 +25,7 @@
 #include "macros.h"
 
 static usec_t call_timeout_usec = VM_CALL_TIMEOUT_DEFAULT;
+static usec_t libvirt_wait_usec = VM_LIBVIRT_WAIT_DEFAULT;
 static bool event_loop_running;
 static unsigned detached_calls; /* threads of detached calls not finished yet */
 
@@ -105,6 +106,14 @@ void vm_set_call_timeout(usec_t usec) {
 
 usec_t vm_call_timeout(void) {
 	return call_timeout_usec;
+}
+
+void vm_set_libvirt_wait(usec_t usec) {
+	libvirt_wait_usec = usec ?: VM_LIBVIRT_WAIT_DEFAULT;
+}
+
+usec_t vm_libvirt_wait(void) {
+	return libvirt_wait_usec;
 }
 
 int vm_event_loop_start(void) {

@@ -400,12 +400,22 @@ int vms_hook_rollback(Context *c, Update *u, void *userdata, char **ret_reason) 
 	/* Giving the VMs back waits for libvirt as the restore does: a rollback may run at the
 	 * daemon's start (a commit a crash interrupted, a handoff that booted the old kernel),
 	 * while libvirtd still starts. */
-	r = vms_connect_wait(w, VM_LIBVIRT_WAIT_DEFAULT, &conn, ret_reason);
+	r = vms_connect_wait(w, vm_libvirt_wait(), &conn, ret_reason);
 	if (r < 0)
 		return r;
 	job_blocking_begin();
 	r = vm_rollback(conn, res, u->error ?: "the commit failed", on_vm_progress, &prog);
 	return finish_results(c, u, res, r, "VM rollback incomplete", ret_reason);
+}
+
+/* Whether the restore already stamped libvirt's answer in this boot: each stamp is taken once
+ * per boot, the first answer (docs/report.md). */
+static bool answered_in_boot(const Update *u, const char *boot_id) {
+	for (size_t i = 0; i < u->n_stamps; i++)
+		if (streq(u->stamps[i].name, "libvirt-answered") &&
+		    streq_ptr(u->stamps[i].boot_id, boot_id))
+			return true;
+	return false;
 }
 
 /* POST_BOOT: restore every checkpointed VM; a failed one keeps its image. */
@@ -426,10 +436,11 @@ int vms_hook_restore(Context *c, Update *u, void *userdata, char **ret_reason) {
 	}
 	/* libvirtd may not answer yet: the restore waits for it, then starts. The stamp splits
 	 * the report's post-boot phase (docs/report.md). */
-	r = vms_connect_wait(w, VM_LIBVIRT_WAIT_DEFAULT, &conn, ret_reason);
+	r = vms_connect_wait(w, vm_libvirt_wait(), &conn, ret_reason);
 	if (r < 0)
 		return r;
-	(void)update_add_stamp(u, "libvirt-answered", false, context_boot_id(c));
+	if (!answered_in_boot(u, context_boot_id(c))) /* a restarted daemon restores again */
+		(void)update_add_stamp(u, "libvirt-answered", false, context_boot_id(c));
 	plan_from_policy(c, &plan);
 	plan.cancel = NULL; /* after the handoff nothing is cancelled */
 	job_blocking_begin();

@@ -345,6 +345,10 @@ void vm_set_ops(const VmOps *ops);
  * before any vm_* call.
  */
 void vm_set_call_timeout(usec_t usec); /* 0: VM_CALL_TIMEOUT_DEFAULT */
+/* How long the restore and a rollback wait for libvirt to answer at all (upgraded
+ * --libvirt-wait=); 0: VM_LIBVIRT_WAIT_DEFAULT. Not thread-safe: set it at start. */
+void vm_set_libvirt_wait(usec_t usec);
+usec_t vm_libvirt_wait(void);
 usec_t vm_call_timeout(void);
 int vm_event_loop_start(void);
 int vm_connect(const char *uri, virConnectPtr *ret, char **ret_error);

@@ -9,9 +9,11 @@
 #
 # The private bus here has auth_timeout=1000 ms; on the "new kernel" the
 # daemon's libvirt is a socket that accepts and stays silent for 4 s, so the
-# restore step blocks that long before it fails. The daemon must serve its
-# name before the restore ends (the restore is a job behind it), report the
-# failed restore, and keep running.
+# restore step blocks that long; after that the socket takes connections and
+# never answers, and the restore, which waits for libvirt to answer
+# (--libvirt-wait=6 here, each attempt bounded at 3 s), fails. The daemon must serve its name before the
+# restore ends (the restore is a job behind it), report the failed restore,
+# and keep running.
 #
 # usage: test-daemon-slow-boot.sh UPGRADED UPGRADECTL BUS_CONF_IN POLICY_CONF MAKE_BZIMAGE
 set -uo pipefail
@@ -82,7 +84,8 @@ NEWBOOT=$(tr -d '-' </proc/sys/kernel/random/uuid)
 t0=$SECONDS
 check "the daemon takes its name after a restore step longer than auth_timeout" \
         start_daemon new --running-kernel="$NEW" --boot-id="$NEWBOOT" \
-        --libvirt-uri="qemu+unix:///system?socket=$T/libvirt.sock"
+        --libvirt-uri="qemu+unix:///system?socket=$T/libvirt.sock" --libvirt-wait=6 \
+        --libvirt-timeout=3
 echo "# on the bus after $((SECONDS - t0)) s (libvirt silent for $HOLD_S s)"
 # The name comes first, the restore runs as a job behind it: watchers see it.
 check "on the bus while the restore still runs (state completing)" \
@@ -97,7 +100,8 @@ check "the daemon is still running" kill -0 "$DAEMON_PID"
 check "the update failed on the restore and says libvirt did not answer" python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-sys.exit(not (r["result"] == "failed" and "vm-restore" in r["reason"] and "libvirt" in r["reason"]))' "$T/report.json"
+sys.exit(not (r["result"] == "failed" and "vm-restore" in r["reason"] and "libvirt" in r["reason"]
+              and "waited" in r["reason"]))' "$T/report.json"
 check "State is idle" test "$("$CTL" show -p State --value)" = idle
 stop_daemon
 
