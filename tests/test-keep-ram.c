@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * keep-ram's pieces without libvirt: the manifest entry, the generation mark, the hook's
- * "start begin" decision (link back or refuse), the digest, the record's JSON form.
- * Everything runs on files in a temporary directory.
+ * keep-ram's pieces without libvirt and without privileges: the manifest entry, the facts read
+ * from a domain XML (and the text a VM's owner controls, which must never count), the digest,
+ * the record's JSON form, libvirt's memory_backing_dir. The file operations and the hook's guard
+ * are in test-keep-ram-guard.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,10 +11,10 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 
 #include "fileio.h"
 #include "keep-ram-entry.h"
+#include "keep-ram-xml.h"
 #include "keep-ram.h"
 #include "macros.h"
 
@@ -21,8 +22,7 @@
 
 typedef struct Fixture {
 	char dir[64];
-	char *state, *backing, *kept, *image;
-	bool xattrs;
+	char *state;
 } Fixture;
 
 static char *join(const char *a, const char *b) {
@@ -32,29 +32,13 @@ static char *join(const char *a, const char *b) {
 	return s;
 }
 
-static void write_bytes(const char *path, size_t size, unsigned char fill) {
-	_cleanup_free_ unsigned char *buf = malloc(size ?: 1);
-
-	assert_non_null(buf);
-	memset(buf, fill, size);
-	assert_int_equal(write_file_atomic(path, buf, size, 0600), 0);
-}
-
 static int setup(void **state) {
 	Fixture *f = calloc(1, sizeof(*f));
-	_cleanup_free_ char *keep_dir = NULL;
 
 	strcpy(f->dir, "/tmp/test-keep-ram.XXXXXX");
 	if (!mkdtemp(f->dir))
 		return -1;
 	f->state = join(f->dir, "state");
-	f->backing = join(f->dir, "ram");
-	keep_dir = join(f->backing, "upgraded-keep");
-	f->kept = join(keep_dir, UUID ".ram");
-	f->image = join(f->dir, "vm.save");
-	assert_int_equal(mkdir_p(keep_dir, 0700), 0);
-	write_bytes(f->kept, 65536, 0xa5);
-	f->xattrs = keep_ram_mark_set(f->kept, "u1:" UUID ":00") == 0;
 	*state = f;
 	return 0;
 }
@@ -66,30 +50,27 @@ static int teardown(void **state) {
 	if (asprintf(&cmd, "rm -rf '%s'", f->dir) >= 0)
 		(void)!system(cmd);
 	free(f->state);
-	free(f->backing);
-	free(f->kept);
-	free(f->image);
 	free(f);
 	return 0;
 }
 
-/* The entry the daemon would write for the fixture's kept file. */
 static KeepRamEntry fixture_entry(Fixture *f) {
-	struct stat st;
-	KeepRamEntry e = {
+	return (KeepRamEntry){
 		.uuid = UUID,
 		.name = (char *)"vm",
-		.kept_path = f->kept,
+		.kept_path = (char *)"/ram/upgraded-keep/" UUID ".ram",
+		.size = 65536,
+		.inode = 12,
 		.generation = (char *)"u1:" UUID ":00",
-		.backing_dir = f->backing,
+		.backing_dir = (char *)"/ram",
 		.qmp_socket = (char *)"/run/upgraded/keep-ram/" UUID "/qmp",
-		.save_image = f->image,
+		.save_image = (char *)"/var/lib/libvirt/qemu/save/vm.save",
+		.owner_uid = 64055,
+		.owner_gid = 108,
+		.owner_mode = 0644,
+		.keep_dir_dev = 2049,
+		.keep_dir_inode = 77,
 	};
-
-	assert_int_equal(stat(f->kept, &st), 0);
-	e.size = (uint64_t)st.st_size;
-	e.inode = (uint64_t)st.st_ino;
-	return e;
 }
 
 static void test_entry_roundtrip(void **state) {
@@ -100,15 +81,35 @@ static void test_entry_roundtrip(void **state) {
 	assert_int_equal(keep_ram_entry_format(&e, &text), 0);
 	assert_int_equal(keep_ram_entry_parse(text, &back), 0);
 	assert_string_equal(back.uuid, UUID);
-	assert_string_equal(back.kept_path, f->kept);
+	assert_string_equal(back.kept_path, e.kept_path);
 	assert_string_equal(back.generation, e.generation);
 	assert_int_equal(back.size, e.size);
 	assert_int_equal(back.inode, e.inode);
+	assert_int_equal(back.owner_uid, 64055);
+	assert_int_equal(back.owner_gid, 108);
+	assert_int_equal(back.owner_mode, 0644);
+	assert_int_equal(back.keep_dir_dev, 2049);
+	assert_int_equal(back.keep_dir_inode, 77);
+	assert_null(back.digest);
+	assert_null(back.verified);
 	keep_ram_entry_done(&back);
+
+	/* With a digest and the guard's mark. */
+	e.digest_mode = (char *)"full";
+	e.digest = (char *)"ab";
+	e.verified = e.generation;
+	free(text);
+	assert_int_equal(keep_ram_entry_format(&e, &text), 0);
+	assert_int_equal(keep_ram_entry_parse(text, &back), 0);
+	assert_string_equal(back.digest_mode, "full");
+	assert_string_equal(back.digest, "ab");
+	assert_string_equal(back.verified, e.generation);
+	keep_ram_entry_done(&back);
+	e = fixture_entry(f);
 
 	assert_int_equal(keep_ram_entry_write(f->state, &e), 0);
 	assert_int_equal(keep_ram_entry_read(f->state, UUID, &back), 0);
-	assert_string_equal(back.save_image, f->image);
+	assert_string_equal(back.save_image, e.save_image);
 	keep_ram_entry_done(&back);
 	assert_int_equal(keep_ram_entry_remove(f->state, UUID), 0);
 	assert_int_equal(keep_ram_entry_read(f->state, UUID, &back), -ENOENT);
@@ -140,248 +141,151 @@ static void test_entry_rejects_bad_input(void **state) {
 		assert_int_equal(keep_ram_entry_parse(extra, &back), 0);
 		keep_ram_entry_done(&back);
 	}
-}
-
-static void test_mark_check(void **state) {
-	Fixture *f = *state;
-	KeepRamEntry e = fixture_entry(f);
-	char *why = NULL;
-
-	if (!f->xattrs)
-		skip(); /* /tmp without user xattrs */
-	assert_int_equal(keep_ram_entry_check_file(&e, &why), 0);
-	assert_null(why);
-
-	e.generation = (char *)"u2:" UUID ":00";
-	assert_int_equal(keep_ram_entry_check_file(&e, &why), -ESTALE);
-	assert_non_null(strstr(why, "expected 'u2:"));
-	free(why);
-	e = fixture_entry(f);
-
-	e.size++;
-	assert_int_equal(keep_ram_entry_check_file(&e, &why), -EFBIG);
-	free(why);
-	e = fixture_entry(f);
-
-	e.inode++;
-	assert_int_equal(keep_ram_entry_check_file(&e, &why), -ESTALE);
-	free(why);
-	e = fixture_entry(f);
-
-	assert_int_equal(removexattr(f->kept, KEEP_RAM_XATTR), 0);
-	assert_int_equal(keep_ram_entry_check_file(&e, &why), -ENODATA);
-	free(why);
-
-	assert_int_equal(unlink(f->kept), 0);
-	assert_int_equal(keep_ram_entry_check_file(&e, &why), -ENOENT);
-	assert_non_null(strstr(why, "missing"));
-	free(why);
-}
-
-static void test_domain_dir_and_xml(void **state) {
-	Fixture *f = *state;
-	_cleanup_free_ char *d7 = join(f->backing, "libvirt/qemu/7-vm"),
-	                    *d17 = join(f->backing, "libvirt/qemu/17-other"), *found = NULL;
-	char uuid[KEEP_RAM_UUID_LEN + 1];
-	int id;
-
-	assert_int_equal(mkdir_p(d7, 0700), 0);
-	assert_int_equal(mkdir_p(d17, 0700), 0);
-	assert_int_equal(keep_ram_domain_dir(f->backing, 7, &found), 0);
-	assert_string_equal(found, d7);
-	free(found);
-	found = NULL;
-	assert_int_equal(keep_ram_domain_dir(f->backing, 1, &found), -ENOENT);
-	assert_int_equal(keep_ram_domain_dir(f->backing, -1, &found), -EINVAL);
-	/* libvirt's built-in default layout: <backing>/<id>-<name>, no libvirt/qemu. */
+	/* An entry of the version before the seal (no owner, no keep directory): never trusted. */
 	{
-		_cleanup_free_ char *d9 = join(f->backing, "9-plain"),
-		                    *d9b = join(f->backing, "libvirt/qemu/9-other");
+		static const char old[] = "uuid=" UUID "\nname=vm\nkept=/k\nsize=1\ninode=2\n"
+		                          "generation=g\nbacking_dir=/r\nqmp_socket=/s\n"
+		                          "save_image=/i\n";
+		_cleanup_free_ char *with_owner = NULL;
 
-		assert_int_equal(mkdir_p(d9, 0700), 0);
-		assert_int_equal(keep_ram_domain_dir(f->backing, 9, &found), 0);
-		assert_string_equal(found, d9);
-		free(found);
-		found = NULL;
-		/* Both layouts for one id: the named-directory layout is the live one. */
-		assert_int_equal(mkdir_p(d9b, 0700), 0);
-		assert_int_equal(keep_ram_domain_dir(f->backing, 9, &found), 0);
-		assert_string_equal(found, d9b);
-		free(found);
-		found = NULL;
-		/* Two entries for one id in one place: no guess. */
-		_cleanup_free_ char *d9c = join(f->backing, "libvirt/qemu/9-third");
-		assert_int_equal(mkdir_p(d9c, 0700), 0);
-		assert_int_equal(keep_ram_domain_dir(f->backing, 9, &found), -EEXIST);
+		assert_int_equal(keep_ram_entry_parse(old, &back), -EBADMSG);
+		assert_true(asprintf(&with_owner, "%sowner=1:2:644\n", old) > 0);
+		assert_int_equal(keep_ram_entry_parse(with_owner, &back), -EBADMSG);
+		free(with_owner);
+		assert_true(asprintf(&with_owner, "%sowner=1:2:9\nkeep_dir=1:2\n", old) > 0);
+		assert_int_equal(keep_ram_entry_parse(with_owner, &back), -EBADMSG); /* not octal */
+		free(with_owner);
+		assert_true(asprintf(&with_owner, "%sowner=1:2\nkeep_dir=1:2\n", old) > 0);
+		assert_int_equal(keep_ram_entry_parse(with_owner, &back), -EBADMSG);
+		free(with_owner);
+		assert_true(asprintf(&with_owner, "%sowner=1:2:644\nkeep_dir=1:2\n", old) > 0);
+		assert_int_equal(keep_ram_entry_parse(with_owner, &back), 0);
+		keep_ram_entry_done(&back);
+		/* a digest needs its mode, and the other way round */
+		free(with_owner);
+		assert_true(asprintf(&with_owner, "%sowner=1:2:644\nkeep_dir=1:2\ndigest=ab\n",
+		                     old) > 0);
+		assert_int_equal(keep_ram_entry_parse(with_owner, &back), -EBADMSG);
 	}
+	e.digest = (char *)"ab";
+	assert_int_equal(keep_ram_entry_format(&e, &text), -EINVAL);
+}
 
-	assert_int_equal(keep_ram_xml_facts("<domain type='qemu' id='12'>\n  <name>vm</name>\n"
-	                                    "  <uuid>" UUID "</uuid>\n</domain>",
-	                                    uuid, &id),
-	                 0);
-	assert_string_equal(uuid, UUID);
-	assert_int_equal(id, 12);
-	assert_int_equal(keep_ram_xml_facts("<domain type=\"qemu\"><uuid>" UUID "</uuid></domain>",
-	                                    uuid, &id),
-	                 0);
-	assert_int_equal(id, -1);
-	/* an id elsewhere (a device's) is not the domain's */
-	assert_int_equal(keep_ram_xml_facts("<domain type='qemu'><uuid>" UUID "</uuid>"
-	                                    "<x id='3'/></domain>",
-	                                    uuid, &id),
-	                 0);
-	assert_int_equal(id, -1);
-	assert_int_equal(
-	        keep_ram_xml_facts("<domain type='qemu'><uuid>short</uuid></domain>", uuid, &id),
-	        -EBADMSG);
-	assert_int_equal(keep_ram_xml_facts("<domain type='qemu'><uuid>" UUID, uuid, &id),
-	                 -EBADMSG);
+/* A domain XML as libvirt formats one: name, uuid, then the owner's text, then the rest. */
+#define XML_HEAD(id)                                                                              \
+	"<domain type='qemu' id='" id "' xmlns:qemu='" KEEP_RAM_QEMU_NS "'>\n  <name>vm</name>\n" \
+	"  <uuid>" UUID "</uuid>\n"
 
-	/* The extra monitor's socket, as keep_ram_after_save() writes it into the saved XML. */
+static void test_xml_facts(void **state) {
+	static const char xml[] = XML_HEAD(
+	        "12") "  <memoryBacking><source type='file'/><access mode='shared'/>"
+	              "</memoryBacking>\n"
+	              "  <seclabel type='dynamic' model='apparmor'><label>x</label></seclabel>\n"
+	              "  <seclabel type='dynamic' model='dac'><label>+64055:+108</label>"
+	              "</seclabel>\n"
+	              "  <qemu:commandline><qemu:arg value='-chardev'/>"
+	              "<qemu:arg value='socket,id=a,path=/x'/></qemu:commandline>\n"
+	              "</domain>\n";
+	KeepRamXml x;
+
+	assert_int_equal(keep_ram_xml_parse(xml, strlen(xml), &x), 0);
+	assert_string_equal(x.uuid, UUID);
+	assert_int_equal(x.id, 12);
+	assert_string_equal(x.name, "vm");
+	assert_true(x.shared_file_memory);
+	assert_true(x.has_dac_owner);
+	assert_int_equal(x.dac_uid, 64055);
+	assert_int_equal(x.dac_gid, 108);
+	assert_true(keep_ram_xml_has_qemu_arg(&x, "socket,id=a,path=/x"));
+	assert_false(keep_ram_xml_has_qemu_arg(&x, "socket,id=a"));
+	keep_ram_xml_done(&x);
+
+	/* Not running: no id; names in a DAC label. */
 	{
-		char *sock = NULL;
-		assert_int_equal(keep_ram_xml_qmp_socket(
-		                         "<qemu:arg value='socket,id=" KEEP_RAM_QMP_CHARDEV_ID
-		                         ",path=/run/upgraded/keep-ram/x.qmp,server=on,wait=on'/>",
-		                         &sock),
-		                 0);
-		assert_string_equal(sock, "/run/upgraded/keep-ram/x.qmp");
-		free(sock);
-		assert_int_equal(keep_ram_xml_qmp_socket("<domain/>", &sock), -ENOENT);
-		assert_int_equal(keep_ram_xml_qmp_socket(
-		                         "socket,id=" KEEP_RAM_QMP_CHARDEV_ID ",path=/x'/>", &sock),
-		                 -EBADMSG);
+		static const char off[] =
+		        "<domain type='qemu'><uuid>" UUID "</uuid><seclabel model='dac'>"
+		        "<label>root:root</label></seclabel></domain>";
+		assert_int_equal(keep_ram_xml_parse(off, strlen(off), &x), 0);
+		assert_int_equal(x.id, -1);
+		assert_int_equal(x.dac_uid, 0);
+		assert_false(x.shared_file_memory);
+		keep_ram_xml_done(&x);
 	}
 }
 
-/* The QEMU user, from the DAC label libvirt hands the hook; the socket's own directory. */
-static void test_dac_owner_and_socket(void **state) {
-	_cleanup_free_ char *sock = NULL;
-	uid_t uid = 1;
-	gid_t gid = 1;
+/* What a VM's owner writes (title, description, metadata, another namespace) never counts. */
+static void test_xml_owner_text_ignored(void **state) {
+	static const char sock[] = "socket,id=" KEEP_RAM_QMP_CHARDEV_ID ",path=/usr/bin/x,"
+	                           "server=on,wait=on";
+	static const char xml[] =
+	        "<domain type='qemu' id='3'>\n  <name>vm</name>\n"
+	        "  <title>socket,id=" KEEP_RAM_QMP_CHARDEV_ID ",path=/usr/bin/x,</title>\n"
+	        "  <description>&lt;uuid&gt;11111111-2222-3333-4444-555555555555&lt;/uuid&gt; "
+	        "socket,id=" KEEP_RAM_QMP_CHARDEV_ID ",path=/usr/bin/x,server=on,wait=on"
+	        "</description>\n"
+	        "  <metadata><m:x xmlns:m='urn:m'><uuid>11111111-2222-3333-4444-555555555555</uuid>"
+	        "<memoryBacking><source type='file'/><access mode='shared'/></memoryBacking>"
+	        "<seclabel model='dac'><label>+0:+0</label></seclabel>"
+	        "<qemu:commandline xmlns:qemu='" KEEP_RAM_QEMU_NS
+	        "'><qemu:arg value='socket,id=" KEEP_RAM_QMP_CHARDEV_ID
+	        ",path=/usr/bin/x,server=on,wait=on'/></qemu:commandline>"
+	        "</m:x></metadata>\n"
+	        "  <uuid>" UUID "</uuid>\n"
+	        "  <q:commandline xmlns:q='urn:not-qemu'><q:arg "
+	        "value='socket,id=" KEEP_RAM_QMP_CHARDEV_ID
+	        ",path=/usr/bin/x,server=on,wait=on'/></q:commandline>\n"
+	        "</domain>\n";
+	KeepRamXml x;
+
+	assert_int_equal(keep_ram_xml_parse(xml, strlen(xml), &x), 0);
+	assert_string_equal(x.uuid, UUID);
+	assert_false(x.shared_file_memory);
+	assert_false(x.has_dac_owner);
+	assert_null(x.qemu_args);
+	assert_false(keep_ram_xml_has_qemu_arg(&x, sock));
+	keep_ram_xml_done(&x);
+}
+
+static void test_xml_rejects(void **state) {
+	static const char *const bad[] = {
+		"",
+		"<domain",
+		"<domain type='qemu'><uuid>short</uuid></domain>",
+		"<domain type='qemu'></domain>",
+		"<dom type='qemu'><uuid>" UUID "</uuid></dom>",
+		"<m:domain xmlns:m='urn:x'><uuid>" UUID "</uuid></m:domain>",
+		/* entities: never expanded, a DOCTYPE is never libvirt's */
+		"<!DOCTYPE domain [<!ENTITY a 'aaaa'>]><domain><uuid>" UUID
+		"</uuid><name>&a;</name>"
+		"</domain>",
+		"<!DOCTYPE domain SYSTEM 'file:///etc/passwd'><domain><uuid>" UUID
+		"</uuid></domain>",
+		"<domain><uuid>" UUID "</uuid><seclabel model='dac'><label>+1:</label></seclabel>"
+		"</domain>",
+		"<domain><uuid>" UUID "</uuid><seclabel model='dac'><label>nobody-x-y:+1</label>"
+		"</seclabel></domain>",
+		"<domain><uuid>" UUID "</uuid><seclabel model='dac'><label>+99999999999:+1</label>"
+		"</seclabel></domain>",
+	};
+	KeepRamXml x;
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		assert_true(keep_ram_xml_parse(bad[i], strlen(bad[i]), &x) < 0);
+	assert_int_equal(keep_ram_xml_parse("<domain/>", KEEP_RAM_XML_MAX + 1, &x), -EFBIG);
+}
+
+static void test_chardev_arg(void **state) {
+	_cleanup_free_ char *sock = NULL, *arg = NULL;
 
 	assert_int_equal(keep_ram_qmp_socket_path(NULL, UUID, &sock), 0);
 	assert_string_equal(sock, "/run/upgraded/keep-ram/" UUID "/qmp");
 	free(sock);
 	assert_int_equal(keep_ram_qmp_socket_path("/tmp/r", UUID, &sock), 0);
 	assert_string_equal(sock, "/tmp/r/run/upgraded/keep-ram/" UUID "/qmp");
-
-	/* As libvirt 9.0 writes it for a running domain: the selinux/apparmor label first. */
-	assert_int_equal(keep_ram_xml_dac_owner(
-	                         "<domain type='kvm' id='3'><seclabel type='dynamic' "
-	                         "model='apparmor' relabel='yes'><label>libvirt-" UUID
-	                         "</label></seclabel><seclabel type='dynamic' model='dac' "
-	                         "relabel='yes'>\n<label>+64055:+108</label>\n<imagelabel>+64055:"
-	                         "+108</imagelabel>\n</seclabel></domain>",
-	                         &uid, &gid),
-	                 0);
-	assert_int_equal(uid, 64055);
-	assert_int_equal(gid, 108);
-	/* Names, as a static label may give them. */
-	assert_int_equal(keep_ram_xml_dac_owner("<seclabel type=\"static\" model=\"dac\">"
-	                                        "<label>root:root</label></seclabel>",
-	                                        &uid, &gid),
-	                 0);
-	assert_int_equal(uid, 0);
-	assert_int_equal(gid, 0);
-	assert_int_equal(keep_ram_xml_dac_owner("<domain><seclabel type='dynamic' model='dac'>"
-	                                        "</seclabel></domain>",
-	                                        &uid, &gid),
-	                 -ENOENT);
-	assert_int_equal(keep_ram_xml_dac_owner("<domain/>", &uid, &gid), -ENOENT);
-	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>+1:</label>"
-	                                        "</seclabel>",
-	                                        &uid, &gid),
-	                 -EBADMSG);
-	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>+1:+x</label>"
-	                                        "</seclabel>",
-	                                        &uid, &gid),
-	                 -EBADMSG);
-	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>no-such-user-x:+1"
-	                                        "</label></seclabel>",
-	                                        &uid, &gid),
-	                 -EBADMSG);
-	assert_int_equal(keep_ram_xml_dac_owner("<seclabel model='dac'><label>+99999999999:+1"
-	                                        "</label></seclabel>",
-	                                        &uid, &gid),
-	                 -EBADMSG);
-}
-
-/* The hook's decision, on the fixture: 1 = linked back, negative = refused. */
-static int hook_start(Fixture *f, int id, char **ret_ram) {
-	_cleanup_free_ char *xml = NULL, *msg = NULL, *dir = NULL;
-	KeepRamEntry got = {};
-	int k;
-
-	assert_true(asprintf(&dir, "%s/libvirt/qemu/%d-vm", f->backing, id) > 0);
-	assert_int_equal(mkdir_p(dir, 0700), 0);
-	assert_true(asprintf(&xml,
-	                     "<domain type='qemu' id='%d'><name>vm</name><uuid>" UUID
-	                     "</uuid></domain>",
-	                     id) > 0);
-	k = keep_ram_hook_start(f->state, xml, &got, &msg);
-	if (k > 0) {
-		assert_string_equal(got.uuid, UUID);
-		keep_ram_entry_done(&got);
-	}
-	if (ret_ram)
-		*ret_ram = join(dir, "pc.ram");
-	return k;
-}
-
-static void test_hook_links_back_or_refuses(void **state) {
-	Fixture *f = *state;
-	KeepRamEntry e = fixture_entry(f);
-	_cleanup_free_ char *ram = NULL;
-	struct stat a, b;
-
-	if (!f->xattrs)
-		skip();
-	/* No entry: not ours. */
-	assert_int_equal(hook_start(f, 3, NULL), 0);
-	/* An entry but no managed save image: a fresh boot, nothing linked. */
-	assert_int_equal(keep_ram_entry_write(f->state, &e), 0);
-	assert_int_equal(hook_start(f, 4, &ram), 0);
-	assert_int_equal(access(ram, F_OK), -1);
-	free(ram);
-
-	/* The restore: linked into the NEW id's directory, the same inode. */
-	write_bytes(f->image, 16, 0);
-	assert_int_equal(hook_start(f, 5, &ram), 1);
-	assert_int_equal(stat(ram, &a), 0);
-	assert_int_equal(stat(f->kept, &b), 0);
-	assert_int_equal(a.st_ino, b.st_ino);
-	free(ram);
-
-	/* A wrong mark: refused, nothing linked, nothing deleted. */
-	assert_int_equal(keep_ram_mark_set(f->kept, "u9:" UUID ":ff"), 0);
-	assert_true(hook_start(f, 6, &ram) < 0);
-	assert_int_equal(access(ram, F_OK), -1);
-	assert_int_equal(access(f->kept, F_OK), 0);
-	assert_int_equal(access(f->image, F_OK), 0);
-	free(ram);
-
-	/* The file missing: refused. */
-	assert_int_equal(unlink(f->kept), 0);
-	assert_true(hook_start(f, 7, &ram) < 0);
-	assert_int_equal(access(ram, F_OK), -1);
-	free(ram);
-	ram = NULL;
-
-	/* No memory directory for the id libvirt gave: refused, not guessed. */
-	write_bytes(f->kept, 65536, 0xa5);
-	e = fixture_entry(f);
-	assert_int_equal(keep_ram_mark_set(f->kept, e.generation), 0);
-	assert_int_equal(keep_ram_entry_write(f->state, &e), 0);
-	{
-		_cleanup_free_ char *msg = NULL;
-		KeepRamEntry got = {};
-		assert_true(keep_ram_hook_start(f->state,
-		                                "<domain type='qemu' id='99'><uuid>" UUID
-		                                "</uuid></domain>",
-		                                &got, &msg) < 0);
-		assert_non_null(strstr(msg, "refusing"));
-	}
+	assert_int_equal(keep_ram_qmp_socket_path(NULL, "../../etc", &sock), -EINVAL);
+	assert_int_equal(keep_ram_qmp_chardev_arg("", UUID, &arg), 0);
+	assert_string_equal(arg, "socket,id=" KEEP_RAM_QMP_CHARDEV_ID
+	                         ",path=/run/upgraded/keep-ram/" UUID "/qmp,server=on,wait=on");
 }
 
 static char *digest(const char *path, KeepRamDigestMode m, unsigned threads) {
@@ -449,10 +353,14 @@ static void test_kept_ram_json(void **state) {
 		      .digest_mode = KEEP_RAM_DIGEST_SAMPLED,
 		      .digest = (char *)"ab",
 		      .digest_usec = 5,
-		      .start_attempts = 2 };
+		      .start_attempts = 2,
+		      .seal = KEPT_RAM_SEAL_DIGEST_FORCED };
 	struct json_object *o = json_object_new_object(), *bad;
 	KeptRam *back = NULL;
 
+	for (int m = 0; m < _KEPT_RAM_SEAL_MAX; m++)
+		assert_int_equal(kept_ram_seal_from_string(kept_ram_seal_to_string(m)), m);
+	assert_int_equal(kept_ram_seal_from_string("sealed"), _KEPT_RAM_SEAL_INVALID);
 	for (int m = 0; m < _KEEP_RAM_DIGEST_MAX; m++)
 		assert_int_equal(
 		        keep_ram_digest_mode_from_string(keep_ram_digest_mode_to_string(m)), m);
@@ -466,6 +374,7 @@ static void test_kept_ram_json(void **state) {
 	assert_int_equal(back->size, k.size);
 	assert_int_equal(back->digest_mode, KEEP_RAM_DIGEST_SAMPLED);
 	assert_int_equal(back->start_attempts, 2);
+	assert_int_equal(back->seal, KEPT_RAM_SEAL_DIGEST_FORCED);
 	assert_null(back->fallback_reason);
 	kept_ram_free(back);
 
@@ -513,10 +422,10 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_entry_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_entry_rejects_bad_input, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mark_check, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_domain_dir_and_xml, setup, teardown),
-		cmocka_unit_test(test_dac_owner_and_socket),
-		cmocka_unit_test_setup_teardown(test_hook_links_back_or_refuses, setup, teardown),
+		cmocka_unit_test(test_xml_facts),
+		cmocka_unit_test(test_xml_owner_text_ignored),
+		cmocka_unit_test(test_xml_rejects),
+		cmocka_unit_test(test_chardev_arg),
 		cmocka_unit_test_setup_teardown(test_digest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_ram_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backing_dir_from_conf, setup, teardown),

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "keep-ram.h"
+#include "keep-ram-digest.h"
 #include "macros.h"
 #include "sha256.h"
 
@@ -95,11 +95,9 @@ static void to_hex(const uint8_t *d, size_t n, char *out) {
 	out[2 * n] = 0;
 }
 
-int keep_ram_digest_file(const char *path, KeepRamDigestMode mode, unsigned threads,
-                         char **ret_hex) {
+int keep_ram_digest_fd(int fd, KeepRamDigestMode mode, unsigned threads, char **ret_hex) {
 	DigestJob job = { .lock = PTHREAD_MUTEX_INITIALIZER,
 		          .sampled = mode == KEEP_RAM_DIGEST_SAMPLED };
-	_cleanup_close_ int fd = -EBADF;
 	pthread_t tids[MAX_THREADS];
 	uint8_t final[SHA256_DIGEST_SIZE];
 	struct sha256_ctx ctx;
@@ -109,9 +107,10 @@ int keep_ram_digest_file(const char *path, KeepRamDigestMode mode, unsigned thre
 
 	if (mode != KEEP_RAM_DIGEST_SAMPLED && mode != KEEP_RAM_DIGEST_FULL)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 || fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
 	job.fd = fd;
 	job.size = (uint64_t)st.st_size;
 	job.n_chunks = (job.size + CHUNK_SIZE - 1) / CHUNK_SIZE;
@@ -147,4 +146,14 @@ int keep_ram_digest_file(const char *path, KeepRamDigestMode mode, unsigned thre
 	to_hex(final, SHA256_DIGEST_SIZE, hex);
 	*ret_hex = hex;
 	return 0;
+}
+
+int keep_ram_digest_file(const char *path, KeepRamDigestMode mode, unsigned threads,
+                         char **ret_hex) {
+	_cleanup_close_ int fd =
+	        open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	return keep_ram_digest_fd(fd, mode, threads, ret_hex);
 }

@@ -12,21 +12,22 @@
 #include "keep-ram.h"
 #include "macros.h"
 
-static const char *const digest_table[_KEEP_RAM_DIGEST_MAX] = {
-	[KEEP_RAM_DIGEST_MARK] = "mark",
-	[KEEP_RAM_DIGEST_SAMPLED] = "sampled",
-	[KEEP_RAM_DIGEST_FULL] = "full",
+static const char *const seal_table[_KEPT_RAM_SEAL_MAX] = {
+	[KEPT_RAM_SEAL_NONE] = "none",
+	[KEPT_RAM_SEAL_IMMUTABLE] = "immutable",
+	[KEPT_RAM_SEAL_ROOT_OWNED] = "root-owned",
+	[KEPT_RAM_SEAL_DIGEST_FORCED] = "digest-forced",
 };
 
-const char *keep_ram_digest_mode_to_string(KeepRamDigestMode m) {
-	return (unsigned)m < _KEEP_RAM_DIGEST_MAX ? digest_table[m] : NULL;
+const char *kept_ram_seal_to_string(KeptRamSeal s) {
+	return (unsigned)s < _KEPT_RAM_SEAL_MAX ? seal_table[s] : NULL;
 }
 
-KeepRamDigestMode keep_ram_digest_mode_from_string(const char *s) {
-	for (int i = 0; s && i < _KEEP_RAM_DIGEST_MAX; i++)
-		if (streq(s, digest_table[i]))
-			return (KeepRamDigestMode)i;
-	return _KEEP_RAM_DIGEST_INVALID;
+KeptRamSeal kept_ram_seal_from_string(const char *s) {
+	for (int i = 0; s && i < _KEPT_RAM_SEAL_MAX; i++)
+		if (streq(s, seal_table[i]))
+			return (KeptRamSeal)i;
+	return _KEPT_RAM_SEAL_INVALID;
 }
 
 void kept_ram_free(KeptRam *k) {
@@ -64,6 +65,8 @@ void kept_ram_add_json(const KeptRam *k, struct json_object *vm) {
 		                       json_object_new_int64((int64_t)k->verify_usec));
 		json_object_object_add(o, "start_attempts",
 		                       json_object_new_int((int)k->start_attempts));
+		json_object_object_add(
+		        o, "seal", json_object_new_string(strna(kept_ram_seal_to_string(k->seal))));
 	}
 	json_object_object_add(vm, "kept_ram", o);
 	json_object_object_add(vm, "fallback_reason",
@@ -94,7 +97,7 @@ static int uint_field(struct json_object *o, const char *key, uint64_t *ret) {
 }
 
 static int kept_ram_fill(struct json_object *o, KeptRam *k) {
-	_cleanup_free_ char *mode = NULL;
+	_cleanup_free_ char *mode = NULL, *seal = NULL;
 	uint64_t attempts = 0;
 	int e;
 
@@ -109,8 +112,13 @@ static int kept_ram_fill(struct json_object *o, KeptRam *k) {
 	    (e = uint_field(o, "inode", &k->inode)) < 0 ||
 	    (e = uint_field(o, "digest_time", &k->digest_usec)) < 0 ||
 	    (e = uint_field(o, "verify_time", &k->verify_usec)) < 0 ||
-	    (e = uint_field(o, "start_attempts", &attempts)) < 0)
+	    (e = uint_field(o, "start_attempts", &attempts)) < 0 ||
+	    (e = dup_field(o, "seal", false, &seal)) < 0)
 		return e;
+	/* A record written before sealing existed has none. */
+	k->seal = seal ? kept_ram_seal_from_string(seal) : KEPT_RAM_SEAL_NONE;
+	if (k->seal < 0)
+		return -EBADMSG;
 	k->digest_mode = keep_ram_digest_mode_from_string(mode);
 	k->start_attempts = (unsigned)MIN(attempts, 1000u);
 	return k->digest_mode < 0 || (k->digest_mode != KEEP_RAM_DIGEST_MARK && !k->digest)

@@ -6,12 +6,14 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <libvirt/libvirt-qemu.h>
@@ -19,6 +21,7 @@
 
 #include "keep-ram.h"
 #include "keep-ram-entry.h"
+#include "keep-ram-fs.h"
 #include "vm-internal.h"
 #include "fileio.h"
 #include "macros.h"
@@ -67,48 +70,70 @@ static int config_backing_dir(const KeepRamConfig *cfg, char **ret) {
 	return keep_ram_backing_dir_from_conf(KEEP_RAM_QEMU_CONF, ret);
 }
 
-/* Whether the XML's <memoryBacking> asks for a shared file (libvirt's own formatting). */
-static bool xml_shared_file_memory(const char *xml) {
-	const char *b = strstr(xml, "<memoryBacking>"),
-	           *e = b ? strstr(b, "</memoryBacking>") : NULL;
-	_cleanup_free_ char *block = b && e ? strndup(b, (size_t)(e - b)) : NULL;
+/* The live domain's facts from its XML (libvirt's elements only: keep-ram-xml.h). */
+static int domain_xml(virDomainPtr dom, KeepRamXml *ret) {
+	_cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0);
 
-	return block && strstr(block, "<source type='file'") &&
-	       strstr(block, "<access mode='shared'");
+	if (!xml)
+		return -EIO;
+	return keep_ram_xml_parse(xml, strlen(xml), ret);
 }
 
-int keep_ram_ram_file(virDomainPtr dom, const char *backing_dir, char **ret_path,
-                      char **ret_reason) {
-	_cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0), *dir = NULL, *path = NULL;
-	unsigned id = virDomainGetID(dom);
-	struct stat st;
+/* The running domain's memory directory and RAM file, opened and checked: *ret_dir_fd,
+ * *ret_fd, their stat, and the file's path. -EOPNOTSUPP with a reason when it has none. */
+static int open_ram_file(virDomainPtr dom, const char *backing_dir, int *ret_fd,
+                         struct stat *ret_st, char **ret_path, char **ret_reason) {
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -EBADF;
+	KeepRamXml x;
 	int k;
 
 	*ret_reason = NULL;
-	if (!xml)
-		return asprintf(ret_reason, "cannot read the domain: %s", vm_last_error()) < 0
+	k = domain_xml(dom, &x);
+	if (k < 0)
+		return asprintf(ret_reason, "cannot read the domain: %s",
+		                k == -EIO ? vm_last_error() : strerror(-k)) < 0
 		               ? -ENOMEM
 		               : -EIO;
-	if (!xml_shared_file_memory(xml))
+	if (!x.shared_file_memory) {
+		keep_ram_xml_done(&x);
 		return asprintf(ret_reason,
 		                "its RAM is not a shared file (<memoryBacking> needs "
 		                "<source type='file'/> and <access mode='shared'/>)") < 0
 		               ? -ENOMEM
 		               : -EOPNOTSUPP;
-	if (id == (unsigned)-1)
+	}
+	if (x.id < 0) {
+		keep_ram_xml_done(&x);
 		return asprintf(ret_reason, "domain is not running") < 0 ? -ENOMEM : -EOPNOTSUPP;
-	k = keep_ram_domain_dir(backing_dir, (int)id, &dir);
-	if (k >= 0 && asprintf(&path, "%s/pc.ram", dir) < 0)
+	}
+	dfd = keep_ram_domain_dir_open(backing_dir, x.id, x.name, &dir);
+	k = dfd < 0 ? dfd : keep_ram_ram_file_open(dfd, ret_st);
+	if (k < 0) {
+		k = asprintf(ret_reason,
+		             "no RAM file %s/[libvirt/qemu/]%d-<name>/" KEEP_RAM_RAM_FILE
+		             " (NUMA cells and memory devices are not supported): %s",
+		             backing_dir, x.id, strerror(-k)) < 0
+		            ? -ENOMEM
+		            : -EOPNOTSUPP;
+		keep_ram_xml_done(&x);
+		return k;
+	}
+	keep_ram_xml_done(&x);
+	*ret_fd = k;
+	if (asprintf(ret_path, "%s/" KEEP_RAM_RAM_FILE, dir) < 0) {
+		close(*ret_fd);
 		return -ENOMEM;
-	if (k < 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-		return asprintf(ret_reason,
-		                "no RAM file %s/[libvirt/qemu/]%u-*/pc.ram (NUMA cells "
-		                "and memory devices are not supported)",
-		                backing_dir, id) < 0
-		               ? -ENOMEM
-		               : -EOPNOTSUPP;
-	*ret_path = TAKE_PTR(path);
+	}
 	return 0;
+}
+
+int keep_ram_ram_file(virDomainPtr dom, const char *backing_dir, char **ret_path,
+                      char **ret_reason) {
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+
+	return open_ram_file(dom, backing_dir, &fd, &st, ret_path, ret_reason);
 }
 
 char *keep_ram_blocker(virDomainPtr dom, const KeepRamConfig *cfg) {
@@ -149,12 +174,32 @@ static int make_generation(const KeepRamConfig *cfg, const char *uuid, char **re
 	               : 0;
 }
 
+/* keep-ram's own directory on the RAM file's filesystem: <backing>/upgraded-keep, where the
+ * record's path says it is (<keep dir>/<uuid>.ram). */
+static int kept_keep_dir(const KeptRam *k, bool create, char **ret_reason) {
+	_cleanup_free_ char *backing = k && k->path ? strdup(k->path) : NULL;
+	char *slash;
+
+	for (int i = 0; backing && i < 2; i++)
+		if ((slash = strrchr(backing, '/')))
+			*slash = 0;
+	if (!backing || !*backing)
+		return -EINVAL;
+	return keep_ram_keep_dir_open(backing, create, ret_reason);
+}
+
 /* Builds the manifest entry of r from what before_save learned. */
 static int write_entry(const KeepRamConfig *cfg, const char *backing, const char *save_dir,
-                       const VmResult *r) {
+                       const VmResult *r, const struct stat *ram, const struct stat *keep_dir) {
 	const KeptRam *k = r->kept_ram;
 	_cleanup_free_ char *sock = NULL, *image = NULL;
-	KeepRamEntry e = { .size = k->size, .inode = k->inode };
+	KeepRamEntry e = { .size = k->size,
+		           .inode = k->inode,
+		           .owner_uid = ram->st_uid,
+		           .owner_gid = ram->st_gid,
+		           .owner_mode = ram->st_mode & 07777,
+		           .keep_dir_dev = (uint64_t)keep_dir->st_dev,
+		           .keep_dir_inode = (uint64_t)keep_dir->st_ino };
 
 	if (keep_ram_qmp_socket_path(cfg ? cfg->root : NULL, r->uuid, &sock) < 0 ||
 	    asprintf(&image, "%s/%s.save", save_dir ?: VM_SAVE_DIR_DEFAULT, r->name) < 0)
@@ -169,54 +214,54 @@ static int write_entry(const KeepRamConfig *cfg, const char *backing, const char
 	return keep_ram_entry_write(k->state_dir, &e);
 }
 
+/* The paths, the mode and the mark of a VM about to keep its RAM. */
+static int kept_ram_prepare(const KeepRamConfig *cfg, const char *backing, VmResult *r) {
+	KeptRam *k = r->kept_ram;
+
+	k->digest_mode = cfg ? cfg->digest : KEEP_RAM_DIGEST_MARK;
+	if (asprintf(&k->path, "%s/" KEEP_RAM_KEEP_SUBDIR "/%s.ram", backing, r->uuid) < 0 ||
+	    asprintf(&k->state_dir, "%s%s", strempty(cfg ? cfg->root : NULL), KEEP_RAM_STATE_DIR) <
+	            0)
+		return -ENOMEM;
+	return make_generation(cfg, r->uuid, &k->generation);
+}
+
 int keep_ram_before_save(virDomainPtr dom, const KeepRamConfig *cfg, const char *save_dir,
                          VmResult *r) {
-	_cleanup_free_ char *backing = NULL, *ram = NULL, *why = NULL, *keep_dir = NULL;
+	_cleanup_free_ char *backing = NULL, *ram = NULL, *why = NULL;
+	_cleanup_close_ int fd = -EBADF, keep = -EBADF;
 	KeptRam *k = kept_ram_of(r);
-	struct stat st;
+	struct stat st, kst;
 	int e;
 
 	if (!k || config_backing_dir(cfg, &backing) < 0)
 		return -ENOMEM;
-	e = keep_ram_ram_file(dom, backing, &ram, &why);
+	e = open_ram_file(dom, backing, &fd, &st, &ram, &why);
 	if (e < 0) {
 		vm_result_set_error(r, "keep-ram: %s", strna(why));
 		return e;
 	}
-	k->digest_mode = cfg ? cfg->digest : KEEP_RAM_DIGEST_MARK;
-	if (asprintf(&keep_dir, "%s/%s", backing, KEEP_RAM_KEEP_SUBDIR) < 0 ||
-	    asprintf(&k->path, "%s/%s.ram", keep_dir, r->uuid) < 0 ||
-	    asprintf(&k->state_dir, "%s%s", strempty(cfg ? cfg->root : NULL), KEEP_RAM_STATE_DIR) <
-	            0)
-		return -ENOMEM;
-	e = make_generation(cfg, r->uuid, &k->generation);
+	e = kept_ram_prepare(cfg, backing, r);
 	if (e < 0)
 		return e;
-
-	/* 1. The hard link: same filesystem as the RAM file, which libvirt deletes at the stop. */
-	e = mkdir_p(keep_dir, 0700);
-	if (e >= 0 && unlink(k->path) < 0 && errno != ENOENT)
-		e = -errno;
-	if (e >= 0 && link(ram, k->path) < 0)
-		e = -errno;
-	if (e < 0) {
-		vm_result_set_error(r, "keep-ram: cannot link '%s' to '%s': %s", ram, k->path,
-		                    strerror(-e));
-		return e;
+	/* 1. root's keep directory on the same filesystem (a hard link cannot leave it). */
+	keep = keep_ram_keep_dir_open(backing, true, &why);
+	if (keep < 0 || fstat(keep, &kst) < 0) {
+		vm_result_set_error(r, "keep-ram: %s", why ?: strerror(errno));
+		return keep < 0 ? keep : -errno;
 	}
-	/* 2. The generation mark on the file, its size and inode. */
-	e = keep_ram_mark_set(k->path, k->generation);
-	if (e >= 0 && stat(k->path, &st) < 0)
-		e = -errno;
+	/* 2. The hard link, the file root's alone from now on, the generation mark. */
+	e = keep_ram_keep_file(fd, &st, keep, r->uuid, k->generation);
 	if (e < 0) {
-		vm_result_set_error(r, "keep-ram: cannot mark '%s' (%s): %s", k->path,
-		                    KEEP_RAM_XATTR, strerror(-e));
+		vm_result_set_error(r,
+		                    "keep-ram: cannot keep '%s' as '%s' (" KEEP_RAM_XATTR "): %s",
+		                    ram, k->path, strerror(-e));
 		return e;
 	}
 	k->size = (uint64_t)st.st_size;
 	k->inode = (uint64_t)st.st_ino;
 	/* 3. The entry the hook reads, 4. the capability: the save then skips the RAM. */
-	e = write_entry(cfg, backing, save_dir, r);
+	e = write_entry(cfg, backing, save_dir, r, &st, &kst);
 	if (e < 0) {
 		vm_result_set_error(r, "keep-ram: cannot write its manifest entry: %s",
 		                    strerror(-e));
@@ -233,32 +278,92 @@ int keep_ram_before_save(virDomainPtr dom, const KeepRamConfig *cfg, const char 
 /* The saved XML gets the extra monitor the hook's helper connects to. libvirt keeps it only
  * in the image: the persistent definition does not change. */
 static int define_saved_xml(virDomainPtr dom, const VmResult *r, const char *root) {
-	_cleanup_free_ char *xml = NULL, *out = NULL, *sock = NULL;
+	_cleanup_free_ char *xml = NULL, *out = NULL, *arg = NULL;
+	KeepRamXml x;
+	bool has;
 	char *end;
 
-	if (keep_ram_qmp_socket_path(root, r->uuid, &sock) < 0)
+	if (keep_ram_qmp_chardev_arg(root, r->uuid, &arg) < 0)
 		return -ENOMEM;
 	xml = virDomainManagedSaveGetXMLDesc(dom, VIR_DOMAIN_SAVE_IMAGE_XML_SECURE);
 	if (!xml)
 		return -EIO;
-	if (strstr(xml, KEEP_RAM_QMP_CHARDEV_ID))
+	if (keep_ram_xml_parse(xml, strlen(xml), &x) < 0)
+		return -EBADMSG;
+	has = keep_ram_xml_has_qemu_arg(&x, arg);
+	keep_ram_xml_done(&x);
+	if (has)
 		return 0; /* restored by keep-ram before: its live XML has it already */
 	end = strstr(xml, "</domain>");
 	if (!end)
 		return -EBADMSG;
 	*end = 0;
 	if (asprintf(&out,
-	             "%s<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
-	             "<qemu:arg value='-chardev'/><qemu:arg value='socket,id=%s,path=%s,"
-	             "server=on,wait=on'/><qemu:arg value='-mon'/>"
-	             "<qemu:arg value='chardev=%s,mode=control'/></qemu:commandline></domain>\n",
-	             xml, KEEP_RAM_QMP_CHARDEV_ID, sock, KEEP_RAM_QMP_CHARDEV_ID) < 0)
+	             "%s<qemu:commandline xmlns:qemu='" KEEP_RAM_QEMU_NS "'>"
+	             "<qemu:arg value='-chardev'/><qemu:arg value='%s'/><qemu:arg value='-mon'/>"
+	             "<qemu:arg value='chardev=" KEEP_RAM_QMP_CHARDEV_ID ",mode=control'/>"
+	             "</qemu:commandline></domain>\n",
+	             xml, arg) < 0)
 		return -ENOMEM;
 	return virDomainManagedSaveDefineXML(dom, out, 0) < 0 ? -EIO : 0;
 }
 
+/*
+ * QEMU has exited: the kept file becomes immutable, and nobody may hold it open for writing
+ * any more (a descriptor or a shared mapping taken while it was the QEMU user's). If somebody
+ * does, or it cannot be told, a full digest guards it instead of the mark alone.
+ */
+static int seal(KeptRam *k, const char *uuid, int *ret_fd) {
+	_cleanup_free_ char *why = NULL, *name = NULL;
+	_cleanup_close_ int keep = -EBADF, fd = -EBADF;
+	struct stat st;
+	int w, i;
+
+	keep = kept_keep_dir(k, false, &why);
+	if (keep < 0)
+		return keep;
+	if (asprintf(&name, "%s.ram", uuid) < 0)
+		return -ENOMEM;
+	fd = openat(keep, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_ino != k->inode || st.st_uid != 0)
+		return -ESTALE;
+	i = keep_ram_set_immutable(fd, true);
+	w = keep_ram_has_writers(fd);
+	if (w != 0) {
+		k->seal = KEPT_RAM_SEAL_DIGEST_FORCED;
+		k->digest_mode = KEEP_RAM_DIGEST_FULL;
+	} else
+		k->seal = i >= 0 ? KEPT_RAM_SEAL_IMMUTABLE : KEPT_RAM_SEAL_ROOT_OWNED;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/* The entry's digest (and, verified, the mark that the guard checked it just now). */
+static int entry_set_digest(const KeptRam *k, const char *uuid, bool verified) {
+	KeepRamEntry e = {};
+	int rc;
+
+	rc = keep_ram_entry_read(k->state_dir, uuid, &e);
+	if (rc < 0)
+		return rc;
+	free(e.digest_mode);
+	free(e.digest);
+	free(e.verified);
+	e.digest_mode = k->digest ? strdup(keep_ram_digest_mode_to_string(k->digest_mode)) : NULL;
+	e.digest = k->digest ? strdup(k->digest) : NULL;
+	e.verified = verified ? strdup(k->generation) : NULL;
+	rc = (k->digest && (!e.digest_mode || !e.digest)) || (verified && !e.verified)
+	             ? -ENOMEM
+	             : keep_ram_entry_write(k->state_dir, &e);
+	keep_ram_entry_done(&e);
+	return rc;
+}
+
 int keep_ram_after_save(virDomainPtr dom, const KeepRamConfig *cfg, VmResult *r) {
 	KeptRam *k = r->kept_ram;
+	_cleanup_close_ int fd = -EBADF;
 	usec_t t0;
 	int e;
 
@@ -270,21 +375,45 @@ int keep_ram_after_save(virDomainPtr dom, const KeepRamConfig *cfg, VmResult *r)
 		                    vm_last_error());
 		return -EIO;
 	}
+	e = seal(k, r->uuid, &fd);
+	if (e < 0) {
+		vm_result_set_error(r, "keep-ram: cannot seal the kept file '%s': %s", k->path,
+		                    strerror(-e));
+		return e;
+	}
 	if (k->digest_mode == KEEP_RAM_DIGEST_MARK)
 		return 0;
 	t0 = vm_now(CLOCK_MONOTONIC);
-	e = keep_ram_digest_file(k->path, k->digest_mode, cfg ? cfg->digest_threads : 0,
-	                         &k->digest);
+	e = keep_ram_digest_fd(fd, k->digest_mode, cfg ? cfg->digest_threads : 0, &k->digest);
 	k->digest_usec = vm_now(CLOCK_MONOTONIC) - t0;
-	if (e < 0)
+	if (e < 0) {
 		vm_result_set_error(r, "keep-ram: cannot hash '%s': %s", k->path, strerror(-e));
-	return e;
+		return e;
+	}
+	/* The hook checks the digest too, where the daemon's guard did not. */
+	return entry_set_digest(k, r->uuid, false);
 }
 
-/* Removes the link and the entry: the RAM file lives on only as QEMU's own (or not at all). */
+/* Gives the RAM file back to QEMU's user (idempotent: the hook may have done it), removes the
+ * link and the entry: the RAM file lives on only as QEMU's own (or not at all). */
 static void forget(const KeptRam *k, const char *uuid) {
-	if (k->path)
-		(void)unlink(k->path);
+	_cleanup_close_ int keep = kept_keep_dir(k, false, NULL), fd = -EBADF;
+	_cleanup_free_ char *name = NULL;
+	KeepRamEntry e = {};
+
+	if (keep >= 0 && asprintf(&name, "%s.ram", uuid) >= 0 && k->state_dir &&
+	    keep_ram_entry_read(k->state_dir, uuid, &e) >= 0 &&
+	    (fd = openat(keep, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) >= 0) {
+		struct stat st;
+
+		if (fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == e.inode) {
+			(void)keep_ram_set_immutable(fd, false);
+			(void)keep_ram_give_back(fd, &e);
+		}
+	}
+	keep_ram_entry_done(&e);
+	if (keep >= 0)
+		(void)keep_ram_forget_file(keep, uuid);
 	if (k->state_dir)
 		(void)keep_ram_entry_remove(k->state_dir, uuid);
 }
@@ -298,16 +427,51 @@ void keep_ram_abandon(virDomainPtr dom, VmResult *r) {
 }
 
 int keep_ram_before_checkpoint(virDomainPtr dom) {
-	_cleanup_free_ char *xml = virDomainGetXMLDesc(dom, 0);
+	KeepRamXml x;
+	bool shared;
 
-	if (!xml || !xml_shared_file_memory(xml))
+	if (domain_xml(dom, &x) < 0)
 		return 0;
-	return set_ignore_shared(dom, false);
+	shared = x.shared_file_memory;
+	keep_ram_xml_done(&x);
+	return shared ? set_ignore_shared(dom, false) : 0;
+}
+
+/* The entry against the handoff record: the same file, mark and digest. */
+static int entry_matches_record(const KeepRamEntry *e, const KeptRam *k, char **ret_reason) {
+	if (streq(e->generation, k->generation) && streq(e->kept_path, k->path) &&
+	    e->size == k->size && e->inode == k->inode &&
+	    streq(strempty(e->digest), strempty(k->digest)))
+		return 0;
+	return asprintf(ret_reason,
+	                "its manifest entry (generation '%s') is not the one of the handoff record "
+	                "(generation '%s')",
+	                e->generation, k->generation) < 0
+	               ? -ENOMEM
+	               : -ESTALE;
+}
+
+/* The digest of the open kept file against the record's. */
+static int verify_digest(int fd, const KeptRam *k, char **ret_reason) {
+	_cleanup_free_ char *digest = NULL;
+	int rc = keep_ram_digest_fd(fd, k->digest_mode, 0, &digest);
+
+	if (rc < 0)
+		return asprintf(ret_reason, "cannot hash '%s': %s", k->path, strerror(-rc)) < 0
+		               ? -ENOMEM
+		               : rc;
+	if (!streq(digest, k->digest))
+		return asprintf(ret_reason, "%s digest of '%s' is %s, %s at the save",
+		                keep_ram_digest_mode_to_string(k->digest_mode), k->path, digest,
+		                k->digest) < 0
+		               ? -ENOMEM
+		               : -EBADMSG;
+	return 0;
 }
 
 int keep_ram_verify(VmResult *r, char **ret_reason) {
 	KeptRam *k = r->kept_ram;
-	_cleanup_free_ char *digest = NULL;
+	_cleanup_close_ int keep = -EBADF, fd = -EBADF;
 	KeepRamEntry e = {};
 	usec_t t0 = vm_now(CLOCK_MONOTONIC);
 	int rc;
@@ -321,30 +485,17 @@ int keep_ram_verify(VmResult *r, char **ret_reason) {
 		                k->state_dir, strerror(-rc)) < 0
 		               ? -ENOMEM
 		               : rc;
-	if (!streq(e.generation, k->generation) || !streq(e.kept_path, k->path) ||
-	    e.size != k->size || e.inode != k->inode)
-		rc = asprintf(ret_reason,
-		              "its manifest entry (generation '%s') is not the one of "
-		              "the handoff record (generation '%s')",
-		              e.generation, k->generation) < 0
-		             ? -ENOMEM
-		             : -ESTALE;
-	else
-		rc = keep_ram_entry_check_file(&e, ret_reason);
+	rc = entry_matches_record(&e, k, ret_reason);
+	if (rc >= 0) {
+		keep = kept_keep_dir(k, false, ret_reason);
+		rc = keep < 0 ? keep : keep_ram_kept_open(keep, &e, &fd, ret_reason);
+	}
 	keep_ram_entry_done(&e);
 	if (rc >= 0 && k->digest && k->digest_mode != KEEP_RAM_DIGEST_MARK) {
-		rc = keep_ram_digest_file(k->path, k->digest_mode, 0, &digest);
-		if (rc < 0)
-			rc = asprintf(ret_reason, "cannot hash '%s': %s", k->path, strerror(-rc)) <
-			                     0
-			             ? -ENOMEM
-			             : rc;
-		else if (!streq(digest, k->digest))
-			rc = asprintf(ret_reason, "%s digest of '%s' is %s, %s at the save",
-			              keep_ram_digest_mode_to_string(k->digest_mode), k->path,
-			              digest, k->digest) < 0
-			             ? -ENOMEM
-			             : -EBADMSG;
+		rc = verify_digest(fd, k, ret_reason);
+		/* Immutable and root's since: the hook need not hash it again. */
+		if (rc >= 0)
+			(void)entry_set_digest(k, r->uuid, true);
 	}
 	k->verify_usec = vm_now(CLOCK_MONOTONIC) - t0;
 	return rc;

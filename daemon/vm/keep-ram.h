@@ -29,22 +29,24 @@
 
 #include <json-c/json.h>
 
+#include "keep-ram-digest.h"
 #include "vm.h"
 
-typedef enum KeepRamDigestMode {
-	KEEP_RAM_DIGEST_MARK,    /* the generation mark alone */
-	KEEP_RAM_DIGEST_SAMPLED, /* + SHA-256 over 4 KiB of every 256 KiB */
-	KEEP_RAM_DIGEST_FULL,    /* + SHA-256 over every byte */
-	_KEEP_RAM_DIGEST_MAX,
-	_KEEP_RAM_DIGEST_INVALID = -22,
-} KeepRamDigestMode;
+/* How the kept file was protected from the save to the restore (the report says which). */
+typedef enum KeptRamSeal {
+	KEPT_RAM_SEAL_NONE,          /* not sealed yet (or a record from before sealing) */
+	KEPT_RAM_SEAL_IMMUTABLE,     /* root's alone, immutable, no writer left at the save */
+	KEPT_RAM_SEAL_ROOT_OWNED,    /* the same, on a filesystem without the immutable flag */
+	KEPT_RAM_SEAL_DIGEST_FORCED, /* a writer held it after the save: a full digest guards it */
+	_KEPT_RAM_SEAL_MAX,
+	_KEPT_RAM_SEAL_INVALID = -22,
+} KeptRamSeal;
 
-const char *keep_ram_digest_mode_to_string(KeepRamDigestMode m);
-KeepRamDigestMode keep_ram_digest_mode_from_string(const char *s);
+const char *kept_ram_seal_to_string(KeptRamSeal s);
+KeptRamSeal kept_ram_seal_from_string(const char *s);
 
 #define KEEP_RAM_QEMU_CONF           "/etc/libvirt/qemu.conf"
 #define KEEP_RAM_BACKING_DIR_DEFAULT "/var/lib/libvirt/qemu/ram"
-#define KEEP_RAM_KEEP_SUBDIR         "upgraded-keep"
 #define KEEP_RAM_START_ATTEMPTS      3 /* restores tried when the capability race is lost */
 
 typedef struct KeepRamConfig {
@@ -72,7 +74,8 @@ typedef struct KeptRam {
 	uint64_t digest_usec;    /* hashing at the save */
 	uint64_t verify_usec;    /* the guard before the restore, digest included */
 	unsigned start_attempts; /* restores tried (the capability race) */
-	char *fallback_reason;   /* set when the VM was checkpointed instead */
+	KeptRamSeal seal;
+	char *fallback_reason; /* set when the VM was checkpointed instead */
 } KeptRam;
 
 void kept_ram_free(KeptRam *k);
@@ -109,7 +112,3 @@ void keep_ram_restored(virDomainPtr dom, VmResult *r);
 
 /* Whether a failed restore lost the race for x-ignore-shared (libvirt's error text). */
 bool keep_ram_race_lost(const char *libvirt_error);
-
-/* The digest of the file at path in mode (not MARK), on threads threads (0 = online CPUs). */
-int keep_ram_digest_file(const char *path, KeepRamDigestMode mode, unsigned threads,
-                         char **ret_hex);

@@ -7,21 +7,24 @@
  * Usage (by libvirtd): upgraded-libvirt-hook [--root=DIR] DOMAIN OPERATION SUB-OPERATION EXTRA,
  * the domain XML on stdin. Only "start begin" does something: libvirt has created the domain's
  * memory directory (named after its NEW id) and QEMU has not opened its RAM file yet. When the
- * daemon left a keep-ram entry for this domain and its managed save image exists, the kept RAM
- * file is checked against the entry (size, inode, generation mark) and hard-linked into place;
- * if it cannot be trusted the hook exits non-zero, libvirt aborts the start, and the image and
- * the file stay as they are: a QEMU never runs on zeroed or foreign memory.
+ * daemon left a keep-ram entry for this domain's uuid and its managed save image exists, the
+ * kept RAM file is checked (root's alone since the save, its trusted generation mark, size,
+ * inode, no writer, the digest where the entry has one) and hard-linked into place
+ * (keep-ram-hook.c); if it cannot be trusted the hook exits non-zero, libvirt aborts the start,
+ * and the image and the file stay as they are: a QEMU never runs on zeroed or foreign memory.
  *
- * Then a detached child connects to the extra monitor the managed save's XML gives the
- * restoring QEMU (server=on,wait=on: QEMU waits for it before its main loop), turns on
- * x-ignore-shared ahead of libvirt's migrate-incoming, and turns it off again once the
- * incoming migration is over, so that a later plain managed save writes the RAM again.
+ * Then, when the XML carries keep-ram's own extra monitor (exactly the argument keep-ram writes
+ * for this uuid: the path is never taken from the XML), a detached child drops to the QEMU
+ * user's ids, connects to that monitor (server=on,wait=on: QEMU waits for it before its main
+ * loop), turns on x-ignore-shared ahead of libvirt's migrate-incoming, and turns it off again
+ * once the incoming migration is over, so that a later plain managed save writes the RAM again.
  * Its log: STATE_DIR/<uuid>.qmp.log.
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,19 +33,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "keep-ram-entry.h"
+#include "keep-ram-hook.h"
 #include "qmp.h"
 #include "fileio.h"
 #include "macros.h"
 
-#define XML_MAX             (16 * 1024 * 1024)
+#define XML_MAX             KEEP_RAM_XML_MAX
 #define HELPER_CONNECT_USEC (120ULL * 1000000ULL)
 #define HELPER_MIGRATE_USEC (600ULL * 1000000ULL)
 #define HELPER_POLL_USEC    50000ULL
 
 static const char *arg_root = "";
 
-static int read_stdin(char **ret) {
+static int read_stdin(char **ret, size_t *ret_len) {
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
 
@@ -74,6 +77,7 @@ static int read_stdin(char **ret) {
 		return -ENOMEM;
 	buf[len] = 0;
 	*ret = buf;
+	*ret_len = len;
 	return 0;
 }
 
@@ -140,43 +144,8 @@ static int helper_run(const char *sock, bool on, FILE *log) {
 	return k;
 }
 
-/*
- * The restoring QEMU binds the monitor's socket in a directory of its own, owned by the user
- * it runs as (DAC label in the XML; else the owner of the kept RAM file, which that QEMU
- * created): /run/upgraded is root's and new after a kexec. A stale socket would answer
- * ECONNREFUSED.
- */
-static int socket_dir_prepare(const char *sock, const char *xml, const char *kept_path) {
-	_cleanup_free_ char *dir = strdup(sock), *parent = NULL;
-	uid_t uid = 0;
-	gid_t gid = 0;
-	struct stat st;
-
-	if (!dir || !(parent = strdup(dir)))
-		return -ENOMEM;
-	*strrchr(dir, '/') = 0;
-	*strrchr(parent, '/') = 0;
-	*strrchr(parent, '/') = 0;
-	if (keep_ram_xml_dac_owner(xml, &uid, &gid) < 0 && kept_path && stat(kept_path, &st) >= 0) {
-		uid = st.st_uid;
-		gid = st.st_gid;
-	}
-	if (mkdir_p(parent, 0755) < 0 || chmod(parent, 0755) < 0)
-		return -errno;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	if (lstat(dir, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (chown(dir, uid, gid) < 0 || chmod(dir, 0700) < 0)
-		return -errno;
-	(void)unlink(sock);
-	return 0;
-}
-
 /* Forks the helper; the hook itself returns at once (libvirt waits for it). */
-static int helper_spawn(const char *state_dir, const char *uuid, const char *sock, bool on) {
+static int helper_spawn(const char *state_dir, const KeepRamHookStart *st) {
 	_cleanup_free_ char *log_path = NULL;
 	FILE *log = NULL;
 	pid_t pid;
@@ -196,9 +165,18 @@ static int helper_spawn(const char *state_dir, const char *uuid, const char *soc
 		dup2(fd, STDERR_FILENO);
 	}
 	if (mkdir_p(state_dir, 0700) >= 0 &&
-	    asprintf(&log_path, "%s/%s.qmp.log", state_dir, uuid) >= 0)
+	    asprintf(&log_path, "%s/%s.qmp.log", state_dir, st->uuid) >= 0)
 		log = fopen(log_path, "ae");
-	_exit(helper_run(sock, on, log) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+	/* The monitor is the QEMU user's socket in a directory of that user's: the helper talks
+	 * to it with that user's rights and no more (the log stays open). */
+	if (setgroups(0, NULL) < 0 ||
+	    setresgid(st->socket_gid, st->socket_gid, st->socket_gid) < 0 ||
+	    setresuid(st->socket_uid, st->socket_uid, st->socket_uid) < 0) {
+		helper_log(log, "cannot drop to %u:%u: %s", (unsigned)st->socket_uid,
+		           (unsigned)st->socket_gid, strerror(errno));
+		_exit(EXIT_FAILURE);
+	}
+	_exit(helper_run(st->socket, st->linked, log) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }
 
 int main(int argc, char *argv[]) {
@@ -206,9 +184,9 @@ int main(int argc, char *argv[]) {
 		{ "root", required_argument, NULL, 'r' },
 		{},
 	};
-	_cleanup_free_ char *xml = NULL, *state_dir = NULL, *msg = NULL, *sock = NULL;
-	KeepRamEntry e = {};
-	bool linked;
+	_cleanup_free_ char *xml = NULL, *state_dir = NULL, *msg = NULL;
+	KeepRamHookStart st = {};
+	size_t len = 0;
 	int c, k;
 
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -221,7 +199,7 @@ int main(int argc, char *argv[]) {
 		        argv[0]);
 		return EXIT_FAILURE;
 	}
-	k = read_stdin(&xml);
+	k = read_stdin(&xml, &len);
 	if (!streq(argv[optind + 1], "start") || !streq(argv[optind + 2], "begin"))
 		return EXIT_SUCCESS;
 	if (k < 0) {
@@ -231,26 +209,20 @@ int main(int argc, char *argv[]) {
 	if (asprintf(&state_dir, "%s%s", arg_root, KEEP_RAM_STATE_DIR) < 0)
 		return EXIT_FAILURE;
 
-	k = keep_ram_hook_start(state_dir, xml, &e, &msg);
+	k = keep_ram_hook_start(arg_root, xml, len, &st, &msg);
 	if (msg)
 		fprintf(stderr, "upgraded: %s\n", msg);
-	linked = k > 0;
-	if (k >= 0 && keep_ram_xml_qmp_socket(xml, &sock) >= 0) {
-		char uuid[KEEP_RAM_UUID_LEN + 1];
-		int id;
-
-		k = keep_ram_xml_facts(xml, uuid, &id);
+	if (k >= 0 && st.monitor) {
+		k = keep_ram_socket_dir_prepare(arg_root, st.uuid, st.socket_uid, st.socket_gid);
 		if (k >= 0)
-			k = socket_dir_prepare(sock, xml, linked ? e.kept_path : NULL);
-		if (k >= 0)
-			k = helper_spawn(state_dir, uuid, sock, linked);
+			k = helper_spawn(state_dir, &st);
 		if (k < 0)
 			fprintf(stderr, "upgraded: cannot start the monitor helper: %s\n",
 			        strerror(-k));
 	}
-	if (linked && k >= 0)
-		fprintf(stderr, "upgraded: '%s' restores on its kept RAM '%s'\n", e.name,
-		        e.kept_path);
-	keep_ram_entry_done(&e);
+	if (st.linked && k >= 0)
+		fprintf(stderr, "upgraded: '%s' restores on its kept RAM '%s'\n", strna(st.name),
+		        st.kept_path);
+	keep_ram_hook_start_done(&st);
 	return k < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -38,7 +39,10 @@
 #include <libvirt/virterror.h>
 
 #include "keep-ram-entry.h"
+#include "keep-ram-fs.h"
 #include "keep-ram.h"
+#include "macros.h"
+#include "keep-ram-fs.h"
 #include "vm-harness.h"
 #include "vm.h"
 
@@ -256,6 +260,44 @@ static VmResults *saved_keep_ram(void) {
 	return r;
 }
 
+/* The kept file after the save: root's alone, the mark in the trusted namespace, immutable,
+ * and nobody else can open it for writing (an unprivileged child tries). */
+static void check_sealed(const KeptRam *k) {
+	_cleanup_close_ int fd = open(k->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char mark[300];
+	struct stat st;
+	ssize_t n;
+	pid_t pid;
+	int status = -1;
+
+	CHECK(fd >= 0 && fstat(fd, &st) == 0, "kept file: %s", strerror(errno));
+	if (fd < 0)
+		return;
+	CHECK(st.st_uid == 0 && st.st_gid == 0 && (st.st_mode & 07777) == 0400,
+	      "kept file is %u:%u %04o, not root's alone", (unsigned)st.st_uid, (unsigned)st.st_gid,
+	      (unsigned)(st.st_mode & 07777));
+	n = fgetxattr(fd, KEEP_RAM_XATTR, mark, sizeof(mark) - 1);
+	CHECK(n > 0 && (mark[n] = 0, strcmp(mark, k->generation) == 0), "no trusted mark");
+	CHECK(keep_ram_set_immutable(fd, true) == 0, "immutable flag");
+	pid = fork();
+	if (pid == 0) {
+		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(2);
+		_exit(open(k->path, O_RDWR) >= 0 ? 1 : 0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	              WEXITSTATUS(status) == 0,
+	      "another user opened the kept file for writing");
+	printf("  sealed: root's alone, trusted mark, immutable, no other writer\n");
+}
+
+/* The kept file's immutable flag, by path (the test's own tampering). */
+static int set_immutable(const char *path, bool on) {
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 ? -errno : keep_ram_set_immutable(fd, on);
+}
+
 static void phase_guard(void) {
 	const VmPlanEntry e[] = { { KR_NAME, VM_STRATEGY_KEEP_RAM } };
 	VmPlan plan = { .entries = e, .n_entries = 1 };
@@ -268,6 +310,12 @@ static void phase_guard(void) {
 	printf("the guard: wrong mark, missing file, then restore-vm\n");
 	if (!v || !v->kept_ram)
 		return;
+	/* The kept file is sealed (root's, immutable): what follows is root tampering with it on
+	 * purpose, the flag cleared first. */
+	CHECK(v->kept_ram->seal == KEPT_RAM_SEAL_IMMUTABLE, "kept file not sealed immutable (%s)",
+	      kept_ram_seal_to_string(v->kept_ram->seal));
+	check_sealed(v->kept_ram);
+	CHECK(set_immutable(v->kept_ram->path, false) == 0, "clear the immutable flag");
 	/* 1. a wrong generation mark: not resumed, nothing deleted */
 	CHECK(setxattr(v->kept_ram->path, KEEP_RAM_XATTR, "x", 1, 0) == 0, "setxattr");
 	k = vm_restore_all(conn, &plan, r, NULL, NULL);
@@ -301,6 +349,7 @@ static void phase_guard(void) {
 
 	/* 3. the file back: restore-vm resumes it on its RAM */
 	CHECK(rename(moved, v->kept_ram->path) == 0, "rename back");
+	CHECK(set_immutable(v->kept_ram->path, true) == 0, "set the immutable flag again");
 	k = vm_restore_one(conn, KR_NAME, v);
 	CHECK(k == 0 && v->outcome == VM_OUTCOME_RESUMED, "restore-vm: %s",
 	      v->error ? v->error : strerror(-k));
