@@ -21,11 +21,36 @@ struct purgatory_params purgatory_params __attribute__((section(".params"), used
 /* Purgatory's stack; in .data (-fno-zero-initialized-in-bss) so the blob has it. */
 unsigned char purgatory_stack[PURGATORY_STACK_SIZE] __attribute__((aligned(16), used));
 
-uint64_t purgatory_arch_rdtsc(void) {
+uint64_t purgatory_arch_counter(void) {
 	uint32_t lo, hi;
 
 	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
 	return (uint64_t)hi << 32 | lo;
+}
+
+/* The TSC's rate is the booted kernel's to say (tsc: Detected ... MHz). */
+uint32_t purgatory_arch_counter_freq(void) {
+	return 0;
+}
+
+/* The old kernel's identity map covers all memory, with caches coherent. */
+void purgatory_arch_map(struct purgatory_params *p) {
+}
+
+void purgatory_arch_clean(uint64_t addr, uint64_t size) {
+}
+
+uint32_t purgatory_arch_mmio_read(uint64_t addr, unsigned width) {
+	if (width == 1)
+		return *(volatile uint8_t *)(uintptr_t)addr;
+	return *(volatile uint32_t *)(uintptr_t)addr;
+}
+
+void purgatory_arch_mmio_write(uint64_t addr, unsigned width, uint32_t value) {
+	if (width == 1)
+		*(volatile uint8_t *)(uintptr_t)addr = (uint8_t)value;
+	else
+		*(volatile uint32_t *)(uintptr_t)addr = value;
 }
 
 void purgatory_arch_outb(uint16_t port, uint8_t value) {
@@ -40,8 +65,9 @@ uint8_t purgatory_arch_inb(uint16_t port) {
 }
 
 /* Keyboard controller reset, then the PCI reset register, then a triple fault
- * (an empty IDT and an exception), which resets every x86 machine. */
-void purgatory_arch_reset(void) {
+ * (an empty IDT and an exception), which resets every x86 machine; x86 has
+ * one reset_method. */
+void purgatory_arch_reset(const struct purgatory_params *p) {
 	static const struct {
 		uint16_t limit;
 		uint64_t base;

@@ -30,7 +30,7 @@ cflags="-std=gnu11 -O2 -ffreestanding -fno-builtin -nostdlib -fno-stack-protecto
         -mno-red-zone -mgeneral-regs-only -fno-zero-initialized-in-bss -fpie
         -fvisibility=hidden -fno-common -fno-asynchronous-unwind-tables
         -fno-unwind-tables -fcf-protection=none -fno-sanitize=all
-        -Wall -Wextra -Werror -I$srcdir"
+        -Wall -Wextra -Wno-unused-parameter -Werror -I$srcdir"
 ldflags="-static -nostdlib -Wl,--no-dynamic-linker -Wl,-T,$srcdir/purgatory.lds
          -Wl,--build-id=none -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments"
 

@@ -419,6 +419,8 @@ const char *sha256_impl_to_string(Sha256Impl impl) {
 		return "sha-ni";
 	case SHA256_IMPL_SSE2:
 		return "sse2";
+	case SHA256_IMPL_ARMV8_CE:
+		return "armv8-ce";
 	default:
 		return NULL;
 	}

@@ -33,7 +33,8 @@ typedef enum Sha256Impl {
 	SHA256_IMPL_GENERIC,
 	SHA256_IMPL_AVX2,
 	SHA256_IMPL_SHANI,
-	SHA256_IMPL_SSE2, /* last: purgatory's sha256_impl_request numbers are an ABI */
+	SHA256_IMPL_SSE2,
+	SHA256_IMPL_ARMV8_CE, /* last: purgatory's sha256_impl_request numbers are an ABI */
 	_SHA256_IMPL_MAX,
 	_SHA256_IMPL_INVALID = -1,
 } Sha256Impl;

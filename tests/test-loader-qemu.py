@@ -34,10 +34,10 @@ import tempfile
 
 PARAMS_OFFSET = 0x40
 MAGIC = 0x3147525055504755
-ABI_VERSION = 2
+ABI_VERSION = 3
 MAX_SEGMENTS = 16
 MAX_CHUNKS = 512
-PARAMS_SIZE = 104 + 32 * MAX_SEGMENTS + 32 * MAX_CHUNKS
+PARAMS_SIZE = 128 + 32 * MAX_SEGMENTS + 32 * MAX_CHUNKS
 CHUNK_SIZE = 16384  # small here, for several chunks per segment
 PAYLOAD_FILESZ = 65536
 PAYLOAD_MEMSZ = PAYLOAD_FILESZ + 8192  # the rest must be zero
@@ -68,6 +68,9 @@ def params(mode, flags, request, segments):
     p += bytes(24)  # stamps, written by purgatory
     p += struct.pack("<II", 0, request)  # sha256_impl (written), sha256_impl_request
     p += struct.pack("<QII", CHUNK_SIZE, len(chunks), 0)  # sha256_lanes: written
+    # console_base, console_kind (PORT), reset_method (ARCH), counter_freq and
+    # arch_state (written by arm64 purgatory)
+    p += struct.pack("<QIIII", 0, 0, 0, 0, 0)
     p += seg_table + bytes(32 * MAX_SEGMENTS - len(seg_table))
     p += b"".join(chunks)
     return p + bytes(PARAMS_SIZE - len(p))
