@@ -31,7 +31,7 @@
 #define PURGATORY_PARAMS_ENTRY_PC  PURGATORY_PARAMS_ENTRY_RIP
 #define PURGATORY_PARAMS_ENTRY_X0  PURGATORY_PARAMS_ENTRY_RSI
 /* arm64: purgatory_params.flags, read by entry (asserted below). */
-#define PURGATORY_PARAMS_FLAGS 36
+#define PURGATORY_PARAMS_FLAGS     36
 
 #ifndef __ASSEMBLER__
 #include <stddef.h>
@@ -54,7 +54,7 @@
 
 /* A crash (panic) image: the loader always sets PURGATORY_MODE_VERIFIED too,
  * and purgatory refuses to run a panic image in fast mode. */
-#define PURGATORY_FLAG_PANIC (UINT32_C(1) << 0)
+#define PURGATORY_FLAG_PANIC   (UINT32_C(1) << 0)
 /* Measurements only (`make bench`): arm64 purgatory verifies with the MMU and
  * the caches off, as kexec-tools' does, so the MMU's gain is measured. The
  * digests are checked all the same. The loader never sets it. */
@@ -66,23 +66,26 @@
 #define PURGATORY_CONSOLE_COM1 0x3f8
 
 /* console_kind: which UART the mismatch message goes to. */
-#define PURGATORY_CONSOLE_PORT      0 /* x86_64: a 16550 at console_port (0: none); arm64: none */
-#define PURGATORY_CONSOLE_PL011     1 /* arm64: an ARM PL011 at the MMIO address console_base */
-#define PURGATORY_CONSOLE_NS16550_32 2 /* a 16550 at console_base, registers 4 bytes apart,
+#define PURGATORY_CONSOLE_PORT  0 /* x86_64: a 16550 at console_port (0: none); arm64: none */
+#define PURGATORY_CONSOLE_PL011 1 /* arm64: an ARM PL011 at the MMIO address console_base */
+#define PURGATORY_CONSOLE_NS16550_32 \
+	2                             /* a 16550 at console_base, registers 4 bytes apart,
                                          accessed 32 bits wide (DT reg-shift 2, reg-io-width 4) */
 #define PURGATORY_CONSOLE_NS16550_8 3 /* a 16550 at console_base, registers 1 byte apart */
 
 /* reset_method: how purgatory resets the machine after a refusal. */
-#define PURGATORY_RESET_ARCH     0 /* x86_64: keyboard controller, 0xcf9, triple fault;
+#define PURGATORY_RESET_ARCH \
+	0                          /* x86_64: keyboard controller, 0xcf9, triple fault;
                                       arm64: PSCI, SMC at EL2, HVC at EL1 */
 #define PURGATORY_RESET_PSCI_SMC 1 /* arm64: PSCI SYSTEM_RESET by SMC (DT /psci method "smc") */
 #define PURGATORY_RESET_PSCI_HVC 2 /* arm64: PSCI SYSTEM_RESET by HVC (DT /psci method "hvc") */
 
 /* arch_state, written by arm64 purgatory as it runs (readable in a crash dump). */
-#define PURGATORY_ARCH_STATE_EL_MASK 0x3u        /* the exception level it was entered at */
-#define PURGATORY_ARCH_STATE_E2H     (1u << 2)   /* entered at EL2 with HCR_EL2.E2H set (VHE) */
-#define PURGATORY_ARCH_STATE_MMU     (1u << 3)   /* verified with the MMU and caches on */
-#define PURGATORY_ARCH_STATE_NO_MMU  (1u << 4)   /* the map did not fit or 4 KiB pages are missing:
+#define PURGATORY_ARCH_STATE_EL_MASK 0x3u      /* the exception level it was entered at */
+#define PURGATORY_ARCH_STATE_E2H     (1u << 2) /* entered at EL2 with HCR_EL2.E2H set (VHE) */
+#define PURGATORY_ARCH_STATE_MMU     (1u << 3) /* verified with the MMU and caches on */
+#define PURGATORY_ARCH_STATE_NO_MMU \
+	(1u << 4) /* the map did not fit or 4 KiB pages are missing:
                                                     verified with the MMU off */
 
 /*
@@ -108,9 +111,9 @@
  * so there it equals the physical count a VHE kernel reads; user space reads
  * it too (CNTKCTL_EL1.EL0VCTEN), so the daemon can put "now" on the same scale.
  */
-#define PURGATORY_STAMPS_KEY           "upgraded.stamps="
-#define PURGATORY_STAMPS_FIELD_LEN     54
-#define PURGATORY_STAMPS_TEMPLATE      "0000000000000000,0000000000000000,0000000000000000,-,-"
+#define PURGATORY_STAMPS_KEY             "upgraded.stamps="
+#define PURGATORY_STAMPS_FIELD_LEN       54
+#define PURGATORY_STAMPS_TEMPLATE        "0000000000000000,0000000000000000,0000000000000000,-,-"
 #define PURGATORY_STAMPS_FIELD_LEN_ARM64 63
 #define PURGATORY_STAMPS_TEMPLATE_ARM64  PURGATORY_STAMPS_TEMPLATE ",00000000"
 #define PURGATORY_STAMPS_FREQ_POS        (PURGATORY_STAMPS_FIELD_LEN + 1)
@@ -140,11 +143,11 @@
 #define PURGATORY_STAMPS_IMPL_ARMV8_CE 'c' /* the ARMv8 SHA-2 instructions (sha256h...) */
 #define PURGATORY_STAMPS_IMPL_NONE     '-' /* fast mode: nothing hashed */
 /* The letter of each Sha256Impl (sha256.h), in the enum's order: an array initializer. */
-#define PURGATORY_STAMPS_IMPL_OF_SHA256                                         \
-	{                                                                       \
-		PURGATORY_STAMPS_IMPL_GENERIC, PURGATORY_STAMPS_IMPL_AVX2,      \
+#define PURGATORY_STAMPS_IMPL_OF_SHA256                                          \
+	{                                                                        \
+		PURGATORY_STAMPS_IMPL_GENERIC, PURGATORY_STAMPS_IMPL_AVX2,       \
 		        PURGATORY_STAMPS_IMPL_SHANI, PURGATORY_STAMPS_IMPL_SSE2, \
-		        PURGATORY_STAMPS_IMPL_ARMV8_CE                            \
+		        PURGATORY_STAMPS_IMPL_ARMV8_CE                           \
 	}
 
 /*

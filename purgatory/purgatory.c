@@ -20,9 +20,9 @@
 #define UART_THR      0 /* 16550 transmit holding register */
 #define UART_LSR      5 /* 16550 line status register */
 #define UART_LSR_THRE 0x20
-#define PL011_DR      0x00 /* PL011 data register */
-#define PL011_FR      0x18 /* PL011 flag register */
-#define PL011_FR_TXFF 0x20 /* transmit FIFO full */
+#define PL011_DR      0x00   /* PL011 data register */
+#define PL011_FR      0x18   /* PL011 flag register */
+#define PL011_FR_TXFF 0x20   /* transmit FIFO full */
 #define UART_SPIN_MAX 100000 /* polls per character before giving up on the UART */
 
 /* The console the parameter block names: a kind and where it is. */
@@ -200,7 +200,8 @@ void purgatory_format_stamps_arm64(const struct purgatory_stamps *s, char mode, 
 	purgatory_format_stamps(s, mode, impl, out);
 	out[PURGATORY_STAMPS_FIELD_LEN] = PURGATORY_STAMPS_SEPARATOR;
 	for (int i = 0; i < PURGATORY_STAMPS_FREQ_DIGITS; i++)
-		out[PURGATORY_STAMPS_FREQ_POS + i] = "0123456789abcdef"[(freq >> (28 - 4 * i)) & 0xf];
+		out[PURGATORY_STAMPS_FREQ_POS + i] =
+		        "0123456789abcdef"[(freq >> (28 - 4 * i)) & 0xf];
 }
 
 static char impl_char(Sha256Impl impl) {

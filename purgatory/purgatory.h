@@ -49,4 +49,5 @@ void purgatory_format_stamps(const struct purgatory_stamps *s, char mode, char i
                              char out[static PURGATORY_STAMPS_FIELD_LEN]);
 /* The arm64 field: the above, then ",FFFFFFFF" (freq in Hz, lowercase hex). */
 void purgatory_format_stamps_arm64(const struct purgatory_stamps *s, char mode, char impl,
-                                   uint32_t freq, char out[static PURGATORY_STAMPS_FIELD_LEN_ARM64]);
+                                   uint32_t freq,
+                                   char out[static PURGATORY_STAMPS_FIELD_LEN_ARM64]);
