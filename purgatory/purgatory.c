@@ -102,6 +102,12 @@ static void console_putdec(const struct console *port, uint64_t v) {
 	console_puts(port, buf + i);
 }
 
+static struct console console_of(const struct purgatory_params *p) {
+	return (struct console){ .kind = p->console_kind,
+		                 .port = p->console_port,
+		                 .base = p->console_base };
+}
+
 /* Where a check failed: a segment, and within it a chunk or a byte. */
 struct where {
 	int segment;      /* -1: the parameter block itself */
@@ -113,9 +119,7 @@ struct where {
 /* The mismatch path: say why, then reset. Never returns, never spins. */
 __attribute__((noreturn)) static void refuse_at(const struct purgatory_params *p, const char *why,
                                                 const struct where *w) {
-	const struct console con = { .kind = p->console_kind,
-		                     .port = p->console_port,
-		                     .base = p->console_base };
+	const struct console con = console_of(p);
 	const struct console *port = &con;
 
 	console_puts(port, "\nupgraded purgatory: ");
@@ -144,6 +148,29 @@ __attribute__((noreturn)) static void refuse_at(const struct purgatory_params *p
 	}
 	console_puts(port, "; not booting the staged kernel, resetting\n");
 	purgatory_arch_reset(p);
+}
+
+void purgatory_console_line(const struct purgatory_params *p, const char *msg) {
+	const struct console con = console_of(p);
+
+	console_puts(&con, "\nupgraded purgatory: ");
+	console_puts(&con, msg);
+	console_puts(&con, "\n");
+}
+
+void purgatory_console_exception(const struct purgatory_params *p, unsigned vector, uint64_t esr,
+                                 uint64_t elr, uint64_t far) {
+	const struct console con = console_of(p);
+
+	console_puts(&con, "\nupgraded purgatory: unexpected exception, vector ");
+	console_putdec(&con, vector);
+	console_puts(&con, " ESR ");
+	console_puthex(&con, esr);
+	console_puts(&con, " ELR ");
+	console_puthex(&con, elr);
+	console_puts(&con, " FAR ");
+	console_puthex(&con, far);
+	console_puts(&con, "; not booting the staged kernel, resetting\n");
 }
 
 __attribute__((noreturn)) static void refuse(const struct purgatory_params *p, const char *why) {

@@ -43,6 +43,12 @@ __attribute__((noreturn)) void purgatory_arch_reset(const struct purgatory_param
  */
 void purgatory_main(struct purgatory_params *p);
 
+/* One line on p's console: "upgraded purgatory: MSG". */
+void purgatory_console_line(const struct purgatory_params *p, const char *msg);
+/* The line for an exception nothing should have raised (arm64's vectors). */
+void purgatory_console_exception(const struct purgatory_params *p, unsigned vector, uint64_t esr,
+                                 uint64_t elr, uint64_t far);
+
 /* Formats the stamps field (exactly PURGATORY_STAMPS_FIELD_LEN characters, no
  * NUL) for mode char m and implementation char i. */
 void purgatory_format_stamps(const struct purgatory_stamps *s, char mode, char impl,
