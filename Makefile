@@ -13,6 +13,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+ARM64_BUILD ?= build-arm64
 
 .PHONY: all build deps check bench demo clean format
 
@@ -30,6 +31,8 @@ check: deps
 
 bench: build
 	meson test -C $(BUILD) --benchmark --print-errorlogs --verbose
+	@tools/meson-configure $(ARM64_BUILD) arm64
+	meson test -C $(ARM64_BUILD) --benchmark --print-errorlogs --verbose
 
 demo: build
 	@tools/demo $(BUILD)

@@ -74,7 +74,7 @@ def build(workdir, blob, mode, flags, corrupt=None, request=0, patch=None):
             f.write(data)
 
 
-def boot(workdir, stub, machine, e2h):
+def boot(workdir, stub, machine, e2h, dtb_addr=DTB_ADDR):
     serial = os.path.join(workdir, "serial.txt")
     if os.path.exists(serial):
         os.unlink(serial)
@@ -85,7 +85,7 @@ def boot(workdir, stub, machine, e2h):
                         "-serial", "file:" + serial, "-kernel", stub,
                         "-device", "loader,addr=%#x,data=%d,data-len=8" % (STUB_CONFIG, e2h)] +
                        load("purgatory.bin", PURGATORY_ADDR) + load("payload.bin", PAYLOAD_ADDR) +
-                       load("dtb.bin", DTB_ADDR),
+                       load("dtb.bin", dtb_addr),
                        timeout=120, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     with open(serial, errors="replace") as f:
         return r.returncode, f.read() + r.stdout.decode(errors="replace")
