@@ -41,4 +41,4 @@ format:
 	@git ls-files -co --exclude-standard '*.c' '*.h' | grep -v '^build' | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(ARM64_BUILD)
