@@ -42,6 +42,8 @@ static inline void store_be32(uint8_t *p, uint32_t v) {
 	p[3] = v;
 }
 
+typedef uint32_t __attribute__((may_alias)) aligned_word_t;
+
 /* Portable block function: the message schedule lives in a 16-word ring. */
 static void sha256_blocks_generic(uint32_t state[8], const uint8_t *data, size_t nblocks) {
 	for (; nblocks > 0; nblocks--, data += SHA256_BLOCK_SIZE) {
@@ -50,8 +52,15 @@ static void sha256_blocks_generic(uint32_t state[8], const uint8_t *data, size_t
 		uint32_t bc = b ^ c;
 		uint32_t w[16];
 
-		for (unsigned i = 0; i < 16; i++)
-			w[i] = load_be32(data + 4 * i);
+		/* Word loads where the block is aligned (purgatory's always are):
+		 * built with -mstrict-align the compiler cannot merge the bytes, and
+		 * an emulator pays for every access. */
+		if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && ((uintptr_t)data & 3) == 0)
+			for (unsigned i = 0; i < 16; i++)
+				w[i] = __builtin_bswap32(((const aligned_word_t *)data)[i]);
+		else
+			for (unsigned i = 0; i < 16; i++)
+				w[i] = load_be32(data + 4 * i);
 
 		for (unsigned t = 0; t < 64; t += 8) {
 			if (t >= 16)
