@@ -13,6 +13,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+ARM64_BUILD ?= build-arm64
 
 .PHONY: all build deps check bench demo clean format
 
@@ -30,6 +31,8 @@ check: deps
 
 bench: build
 	meson test -C $(BUILD) --benchmark --print-errorlogs --verbose
+	@tools/meson-configure $(ARM64_BUILD) arm64
+	meson test -C $(ARM64_BUILD) --benchmark --print-errorlogs --verbose
 
 demo: build
 	@tools/demo $(BUILD)
@@ -38,4 +41,4 @@ format:
 	@git ls-files -co --exclude-standard '*.c' '*.h' | grep -v '^build' | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(ARM64_BUILD)

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /*
- * Purgatory's hardware hooks on x86_64, and the few libc symbols the compiler
- * may emit calls to in freestanding code.
+ * Purgatory's hardware hooks on x86_64.
  */
 
 #include <stddef.h>
@@ -21,11 +20,23 @@ struct purgatory_params purgatory_params __attribute__((section(".params"), used
 /* Purgatory's stack; in .data (-fno-zero-initialized-in-bss) so the blob has it. */
 unsigned char purgatory_stack[PURGATORY_STACK_SIZE] __attribute__((aligned(16), used));
 
-uint64_t purgatory_arch_rdtsc(void) {
+uint64_t purgatory_arch_counter(void) {
 	uint32_t lo, hi;
 
 	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
 	return (uint64_t)hi << 32 | lo;
+}
+
+/* The TSC's rate is the booted kernel's to say (tsc: Detected ... MHz). */
+uint32_t purgatory_arch_counter_freq(void) {
+	return 0;
+}
+
+/* The old kernel's identity map covers all memory, with caches coherent. */
+void purgatory_arch_map(struct purgatory_params *p) {
+}
+
+void purgatory_arch_clean(uint64_t addr, uint64_t size) {
 }
 
 void purgatory_arch_outb(uint16_t port, uint8_t value) {
@@ -40,8 +51,9 @@ uint8_t purgatory_arch_inb(uint16_t port) {
 }
 
 /* Keyboard controller reset, then the PCI reset register, then a triple fault
- * (an empty IDT and an exception), which resets every x86 machine. */
-void purgatory_arch_reset(void) {
+ * (an empty IDT and an exception), which resets every x86 machine; x86 has
+ * one reset_method. */
+void purgatory_arch_reset(const struct purgatory_params *p) {
 	static const struct {
 		uint16_t limit;
 		uint64_t base;
@@ -61,48 +73,4 @@ void purgatory_arch_reset(void) {
 void purgatory_entry_c(void);
 void purgatory_entry_c(void) {
 	purgatory_main(&purgatory_params);
-}
-
-void *memcpy(void *dst, const void *src, size_t n);
-void *memset(void *dst, int c, size_t n);
-void *memmove(void *dst, const void *src, size_t n);
-int memcmp(const void *a, const void *b, size_t n);
-
-void *memcpy(void *dst, const void *src, size_t n) {
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-
-	while (n--)
-		*d++ = *s++;
-	return dst;
-}
-
-void *memmove(void *dst, const void *src, size_t n) {
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-
-	if (d < s)
-		while (n--)
-			*d++ = *s++;
-	else
-		while (n--)
-			d[n] = s[n];
-	return dst;
-}
-
-void *memset(void *dst, int c, size_t n) {
-	unsigned char *d = dst;
-
-	while (n--)
-		*d++ = (unsigned char)c;
-	return dst;
-}
-
-int memcmp(const void *a, const void *b, size_t n) {
-	const unsigned char *x = a, *y = b;
-
-	for (; n; n--, x++, y++)
-		if (*x != *y)
-			return *x - *y;
-	return 0;
 }

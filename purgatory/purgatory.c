@@ -2,8 +2,9 @@
 
 /*
  * Purgatory: the code that runs after the old kernel stopped and before the new
- * one starts. Freestanding (no libc); memory is identity-mapped, so a physical
- * address from the loader is a pointer here.
+ * one starts. Freestanding (no libc); memory is identity-mapped (x86_64: by
+ * the old kernel; arm64: by purgatory_arch_map(), or not mapped at all with
+ * the MMU off), so a physical address from the loader is a pointer here.
  *
  * Verified mode checks every segment the loader listed: the bytes loaded from
  * the file, chunk by chunk, against the SHA-256 digests recorded at stage time
@@ -16,29 +17,72 @@
 #include "sha256-mb.h"
 #include "sha256.h"
 
-#define UART_THR      0 /* transmit holding register */
-#define UART_LSR      5 /* line status register */
+#define UART_THR      0 /* 16550 transmit holding register */
+#define UART_LSR      5 /* 16550 line status register */
 #define UART_LSR_THRE 0x20
+#define PL011_DR      0x00   /* PL011 data register */
+#define PL011_FR      0x18   /* PL011 flag register */
+#define PL011_FR_TXFF 0x20   /* transmit FIFO full */
 #define UART_SPIN_MAX 100000 /* polls per character before giving up on the UART */
 
-static void console_putc(uint16_t port, char c) {
-	for (unsigned i = 0; i < UART_SPIN_MAX; i++)
-		if (purgatory_arch_inb(port + UART_LSR) & UART_LSR_THRE)
-			break;
-	purgatory_arch_outb(port + UART_THR, (uint8_t)c);
-}
+/* The console the parameter block names: a kind and where it is. */
+struct console {
+	uint32_t kind;
+	uint16_t port;
+	uint64_t base;
+};
 
-static void console_puts(uint16_t port, const char *s) {
-	if (port == 0)
-		return;
-	for (; *s; s++) {
-		if (*s == '\n')
-			console_putc(port, '\r');
-		console_putc(port, *s);
+static bool console_ready(const struct console *con) {
+	switch (con->kind) {
+	case PURGATORY_CONSOLE_PORT:
+		return purgatory_arch_inb(con->port + UART_LSR) & UART_LSR_THRE;
+	case PURGATORY_CONSOLE_PL011:
+		return !(purgatory_arch_mmio_read(con->base + PL011_FR, 4) & PL011_FR_TXFF);
+	case PURGATORY_CONSOLE_NS16550_32:
+		return purgatory_arch_mmio_read(con->base + 4 * UART_LSR, 4) & UART_LSR_THRE;
+	default:
+		return purgatory_arch_mmio_read(con->base + UART_LSR, 1) & UART_LSR_THRE;
 	}
 }
 
-static void console_puthex(uint16_t port, uint64_t v) {
+static void console_putc(const struct console *con, char c) {
+	for (unsigned i = 0; i < UART_SPIN_MAX; i++)
+		if (console_ready(con))
+			break;
+	switch (con->kind) {
+	case PURGATORY_CONSOLE_PORT:
+		purgatory_arch_outb(con->port + UART_THR, (uint8_t)c);
+		break;
+	case PURGATORY_CONSOLE_PL011:
+		purgatory_arch_mmio_write(con->base + PL011_DR, 4, (uint8_t)c);
+		break;
+	case PURGATORY_CONSOLE_NS16550_32:
+		purgatory_arch_mmio_write(con->base + UART_THR, 4, (uint8_t)c);
+		break;
+	default:
+		purgatory_arch_mmio_write(con->base + UART_THR, 1, (uint8_t)c);
+		break;
+	}
+}
+
+/* None when the kind is unknown, or names no port or address. */
+static bool console_present(const struct console *con) {
+	if (con->kind == PURGATORY_CONSOLE_PORT)
+		return con->port != 0;
+	return con->kind <= PURGATORY_CONSOLE_NS16550_8 && con->base != 0;
+}
+
+static void console_puts(const struct console *con, const char *s) {
+	if (!console_present(con))
+		return;
+	for (; *s; s++) {
+		if (*s == '\n')
+			console_putc(con, '\r');
+		console_putc(con, *s);
+	}
+}
+
+static void console_puthex(const struct console *port, uint64_t v) {
 	char buf[19] = "0x";
 
 	for (int i = 0; i < 16; i++)
@@ -47,7 +91,7 @@ static void console_puthex(uint16_t port, uint64_t v) {
 	console_puts(port, buf);
 }
 
-static void console_putdec(uint16_t port, uint64_t v) {
+static void console_putdec(const struct console *port, uint64_t v) {
 	char buf[21];
 	int i = 20;
 
@@ -56,6 +100,12 @@ static void console_putdec(uint16_t port, uint64_t v) {
 		buf[--i] = (char)('0' + v % 10);
 	while ((v /= 10) > 0);
 	console_puts(port, buf + i);
+}
+
+static struct console console_of(const struct purgatory_params *p) {
+	return (struct console){ .kind = p->console_kind,
+		                 .port = p->console_port,
+		                 .base = p->console_base };
 }
 
 /* Where a check failed: a segment, and within it a chunk or a byte. */
@@ -69,7 +119,8 @@ struct where {
 /* The mismatch path: say why, then reset. Never returns, never spins. */
 __attribute__((noreturn)) static void refuse_at(const struct purgatory_params *p, const char *why,
                                                 const struct where *w) {
-	uint16_t port = p->console_port;
+	const struct console con = console_of(p);
+	const struct console *port = &con;
 
 	console_puts(port, "\nupgraded purgatory: ");
 	console_puts(port, why);
@@ -96,7 +147,30 @@ __attribute__((noreturn)) static void refuse_at(const struct purgatory_params *p
 		}
 	}
 	console_puts(port, "; not booting the staged kernel, resetting\n");
-	purgatory_arch_reset();
+	purgatory_arch_reset(p);
+}
+
+void purgatory_console_line(const struct purgatory_params *p, const char *msg) {
+	const struct console con = console_of(p);
+
+	console_puts(&con, "\nupgraded purgatory: ");
+	console_puts(&con, msg);
+	console_puts(&con, "\n");
+}
+
+void purgatory_console_exception(const struct purgatory_params *p, unsigned vector, uint64_t esr,
+                                 uint64_t elr, uint64_t far) {
+	const struct console con = console_of(p);
+
+	console_puts(&con, "\nupgraded purgatory: unexpected exception, vector ");
+	console_putdec(&con, vector);
+	console_puts(&con, " ESR ");
+	console_puthex(&con, esr);
+	console_puts(&con, " ELR ");
+	console_puthex(&con, elr);
+	console_puts(&con, " FAR ");
+	console_puthex(&con, far);
+	console_puts(&con, "; not booting the staged kernel, resetting\n");
 }
 
 __attribute__((noreturn)) static void refuse(const struct purgatory_params *p, const char *why) {
@@ -145,6 +219,16 @@ void purgatory_format_stamps(const struct purgatory_stamps *s, char mode, char i
 	out[o++] = mode;
 	out[o++] = PURGATORY_STAMPS_SEPARATOR;
 	out[o++] = impl;
+}
+
+void purgatory_format_stamps_arm64(const struct purgatory_stamps *s, char mode, char impl,
+                                   uint32_t freq,
+                                   char out[static PURGATORY_STAMPS_FIELD_LEN_ARM64]) {
+	purgatory_format_stamps(s, mode, impl, out);
+	out[PURGATORY_STAMPS_FIELD_LEN] = PURGATORY_STAMPS_SEPARATOR;
+	for (int i = 0; i < PURGATORY_STAMPS_FREQ_DIGITS; i++)
+		out[PURGATORY_STAMPS_FREQ_POS + i] =
+		        "0123456789abcdef"[(freq >> (28 - 4 * i)) & 0xf];
 }
 
 static char impl_char(Sha256Impl impl) {
@@ -219,8 +303,22 @@ static void verify_segments(const struct purgatory_params *p, Sha256Impl impl) {
 	}
 }
 
+/* The field this purgatory's architecture writes, at stamps_addr. */
+static void write_stamps(const struct purgatory_params *p, char mode, char impl) {
+	char *field = (char *)(uintptr_t)p->stamps_addr;
+
+	if (p->stamps_addr == 0 || p->stamps_len != PURGATORY_STAMPS_FIELD_LEN_NATIVE)
+		return;
+#if defined(__aarch64__)
+	purgatory_format_stamps_arm64(&p->stamps, mode, impl, p->counter_freq, field);
+#else
+	purgatory_format_stamps(&p->stamps, mode, impl, field);
+#endif
+	purgatory_arch_clean(p->stamps_addr, p->stamps_len);
+}
+
 void purgatory_main(struct purgatory_params *p) {
-	uint64_t t_entry = purgatory_arch_rdtsc();
+	uint64_t t_entry = purgatory_arch_counter();
 	bool verify;
 	char mode, impl = PURGATORY_STAMPS_IMPL_NONE;
 
@@ -232,6 +330,8 @@ void purgatory_main(struct purgatory_params *p) {
 		refuse(p, "too many segments listed");
 	if (p->mode != PURGATORY_MODE_VERIFIED && p->mode != PURGATORY_MODE_FAST)
 		refuse(p, "unknown mode");
+	if (p->flags & ~PURGATORY_FLAGS_KNOWN)
+		refuse(p, "unknown flags");
 	/* The panic path always verifies: there is no way to turn it off. */
 	if ((p->flags & PURGATORY_FLAG_PANIC) && p->mode != PURGATORY_MODE_VERIFIED)
 		refuse(p, "panic image in fast mode");
@@ -239,11 +339,13 @@ void purgatory_main(struct purgatory_params *p) {
 	if (verify && p->nr_segments == 0)
 		refuse(p, "verified mode without digests");
 	p->stamps.tsc_entry = t_entry;
+	p->counter_freq = purgatory_arch_counter_freq();
 
-	/* 2. Verification. */
+	/* 2. Verification, over an identity map with the caches on (arm64). */
 	if (verify) {
 		Sha256Impl best;
 
+		purgatory_arch_map(p);
 		if (p->sha256_impl_request != 0 &&
 		    sha256_impl_supported((Sha256Impl)(p->sha256_impl_request - 1)))
 			best = (Sha256Impl)(p->sha256_impl_request - 1);
@@ -255,13 +357,17 @@ void purgatory_main(struct purgatory_params *p) {
 		impl = impl_char(best);
 		verify_segments(p, best);
 	}
-	p->stamps.tsc_verified = purgatory_arch_rdtsc();
+	p->stamps.tsc_verified = purgatory_arch_counter();
+	/* What was read leaves the caches before the next kernel runs with its
+	 * MMU off (arm64); the stamps field is cleaned as it is written. */
+	if (verify)
+		for (unsigned i = 0; i < p->nr_segments; i++)
+			purgatory_arch_clean(p->segments[i].addr, p->segments[i].memsz);
 
 	/* 3. Stamps into the new kernel's command line, then hand over. */
 	mode = (p->flags & PURGATORY_FLAG_PANIC) ? PURGATORY_STAMPS_MODE_PANIC
 	       : verify                          ? PURGATORY_STAMPS_MODE_VERIFIED
 	                                         : PURGATORY_STAMPS_MODE_FAST;
-	p->stamps.tsc_jump = purgatory_arch_rdtsc();
-	if (p->stamps_addr != 0 && p->stamps_len == PURGATORY_STAMPS_FIELD_LEN)
-		purgatory_format_stamps(&p->stamps, mode, impl, (char *)(uintptr_t)p->stamps_addr);
+	p->stamps.tsc_jump = purgatory_arch_counter();
+	write_stamps(p, mode, impl);
 }

@@ -10,6 +10,7 @@
  *                        lane per ymm element (state and message schedule
  *                        transposed), the two groups' rounds interleaved
  *   SHA256_IMPL_GENERIC  1 lane, the portable block function
+ *   SHA256_IMPL_ARMV8_CE 1 lane, the ARMv8 SHA-2 instructions
  * Each message may be cut into fixed-size chunks; every chunk gets its own,
  * ordinary SHA-256 digest (the one `sha256sum` gives for those bytes). The
  * manager keeps every lane busy: a lane that finishes a chunk takes the next

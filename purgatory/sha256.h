@@ -7,7 +7,8 @@
  * The same source builds into host programs and into the freestanding
  * purgatory, so this header and sha256.c use no libc (only compiler headers).
  *
- * Four block functions, chosen at run time from CPUID:
+ * Block functions chosen at run time, by architecture:
+ *   x86_64 (sha256-x86_64.c, sha256-sse2.S), from CPUID:
  *   SHA256_IMPL_SHANI   Intel SHA extensions (sha256rnds2/msg1/msg2)
  *   SHA256_IMPL_AVX2    message schedule of two blocks at once in ymm registers,
  *                       rounds in general registers with BMI2 rorx
@@ -15,6 +16,10 @@
  *                       constants, the message schedule in the xmm registers:
  *                       no memory access but the message and the state, which
  *                       is what an emulated CPU (QEMU's TCG) rewards
+ *   arm64 (sha256-arm64.c, sha256-ce.S), from HWCAP_SHA2 in user space and
+ *   ID_AA64ISAR0_EL1 in purgatory:
+ *   SHA256_IMPL_ARMV8_CE the ARMv8 SHA-2 instructions (sha256h/h2/su0/su1)
+ *   everywhere (sha256.c):
  *   SHA256_IMPL_GENERIC portable C, the baseline the kernel's purgatory uses
  * Every implementation produces the same digest; the tests prove it. This is
  * the single-stream API (one message at a time); sha256-mb.h hashes many
@@ -33,7 +38,8 @@ typedef enum Sha256Impl {
 	SHA256_IMPL_GENERIC,
 	SHA256_IMPL_AVX2,
 	SHA256_IMPL_SHANI,
-	SHA256_IMPL_SSE2, /* last: purgatory's sha256_impl_request numbers are an ABI */
+	SHA256_IMPL_SSE2,
+	SHA256_IMPL_ARMV8_CE, /* last: purgatory's sha256_impl_request numbers are an ABI */
 	_SHA256_IMPL_MAX,
 	_SHA256_IMPL_INVALID = -1,
 } Sha256Impl;
@@ -51,10 +57,11 @@ struct sha256_ctx {
  * can run impl. SHA256_IMPL_GENERIC is always supported. */
 bool sha256_impl_supported(Sha256Impl impl);
 
-/* The implementation expected to be fastest from CPUID: SHA-NI, AVX2, generic. */
+/* The implementation expected to be fastest from CPUID (SHA-NI, AVX2,
+ * generic) or the arm64 ID registers (the SHA-2 instructions, generic). */
 Sha256Impl sha256_impl_best(void);
 
-/* "generic", "avx2", "sha-ni", "sse2"; NULL for an invalid value. */
+/* "generic", "avx2", "sha-ni", "sse2", "armv8-ce"; NULL for an invalid value. */
 const char *sha256_impl_to_string(Sha256Impl impl);
 /* The reverse; _SHA256_IMPL_INVALID for an unknown name. */
 Sha256Impl sha256_impl_from_string(const char *s);

@@ -55,7 +55,7 @@ static double loadavg(void) {
 }
 
 /* Purgatory's hardware hooks, for running purgatory_main() on host memory. */
-uint64_t purgatory_arch_rdtsc(void) {
+uint64_t purgatory_arch_counter(void) {
 	uint32_t lo, hi;
 
 	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
@@ -71,7 +71,24 @@ uint8_t purgatory_arch_inb(uint16_t port) {
 	return 0x20; /* transmitter empty */
 }
 
-void purgatory_arch_reset(void) {
+uint32_t purgatory_arch_counter_freq(void) {
+	return 0;
+}
+
+uint32_t purgatory_arch_mmio_read(uint64_t addr, unsigned width) {
+	return 0;
+}
+
+void purgatory_arch_mmio_write(uint64_t addr, unsigned width, uint32_t value) {
+}
+
+void purgatory_arch_map(struct purgatory_params *p) {
+}
+
+void purgatory_arch_clean(uint64_t addr, uint64_t size) {
+}
+
+void purgatory_arch_reset(const struct purgatory_params *p) {
 	fprintf(stderr, "bench-loader: purgatory refused the image it was given\n");
 	abort();
 }

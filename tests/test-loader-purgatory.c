@@ -28,7 +28,7 @@ static size_t console_len;
 static jmp_buf reset_jmp;
 static unsigned resets;
 
-uint64_t purgatory_arch_rdtsc(void) {
+uint64_t purgatory_arch_counter(void) {
 	return fake_tsc += 1000;
 }
 
@@ -41,7 +41,24 @@ uint8_t purgatory_arch_inb(uint16_t port) {
 	return 0x20; /* transmitter always empty */
 }
 
-void purgatory_arch_reset(void) {
+uint32_t purgatory_arch_counter_freq(void) {
+	return 0;
+}
+
+uint32_t purgatory_arch_mmio_read(uint64_t addr, unsigned width) {
+	return 0;
+}
+
+void purgatory_arch_mmio_write(uint64_t addr, unsigned width, uint32_t value) {
+}
+
+void purgatory_arch_map(struct purgatory_params *p) {
+}
+
+void purgatory_arch_clean(uint64_t addr, uint64_t size) {
+}
+
+void purgatory_arch_reset(const struct purgatory_params *p) {
 	resets++;
 	longjmp(reset_jmp, 1);
 }

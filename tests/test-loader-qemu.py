@@ -23,54 +23,33 @@ corrupted digest the kernel must never start. Exit 77 (skip) without
 qemu-system-x86_64.
 
 Usage: test-loader-qemu.py PURGATORY_BIN STUB_S STUB_LDS [LOADER_TOOL VMLINUZ...]"""
-import hashlib
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 
-PARAMS_OFFSET = 0x40
-MAGIC = 0x3147525055504755
-ABI_VERSION = 2
-MAX_SEGMENTS = 16
-MAX_CHUNKS = 512
-PARAMS_SIZE = 104 + 32 * MAX_SEGMENTS + 32 * MAX_CHUNKS
+from purgatory_params import PARAMS_OFFSET, PARAMS_SIZE, MODE_FAST, MODE_VERIFIED, FLAG_PANIC
+import purgatory_params
+
 CHUNK_SIZE = 16384  # small here, for several chunks per segment
 PAYLOAD_FILESZ = 65536
 PAYLOAD_MEMSZ = PAYLOAD_FILESZ + 8192  # the rest must be zero
-MODE_FAST, MODE_VERIFIED = 0, 1
-FLAG_PANIC = 1
 KERNEL_ENTRY = 0x180000  # fake kernel, see test-loader-qemu.lds
 PAYLOAD_ADDR = 0x400000
 CMDLINE_ADDR = 0x500000
 BOOT_PARAMS = 0x12345000  # what rsi must hold at the kernel entry
 KEY = b"upgraded.stamps="
-TEMPLATE = b"0000000000000000,0000000000000000,0000000000000000,-,-"
+TEMPLATE = purgatory_params.TEMPLATE
 PREFIX = b"console=ttyS0 "
 
 
 def params(mode, flags, request, segments):
     """The parameter block (purgatory-abi.h) for segments [(addr, data, memsz)]."""
-    seg_table, chunks = b"", []
-    for addr, data, memsz in segments:
-        first = len(chunks)
-        for off in range(0, max(len(data), 1), CHUNK_SIZE):
-            chunks.append(hashlib.sha256(data[off:off + CHUNK_SIZE]).digest())
-        seg_table += struct.pack("<QQQII", addr, len(data), memsz, first, len(chunks) - first)
-    p = struct.pack("<QII", MAGIC, ABI_VERSION, PARAMS_SIZE)
-    p += struct.pack("<QQ", KERNEL_ENTRY + 0, BOOT_PARAMS)
-    p += struct.pack("<II", mode, flags)
-    p += struct.pack("<QIHH", CMDLINE_ADDR + len(PREFIX) + len(KEY), len(TEMPLATE), 0x3F8,
-                     len(segments))
-    p += bytes(24)  # stamps, written by purgatory
-    p += struct.pack("<II", 0, request)  # sha256_impl (written), sha256_impl_request
-    p += struct.pack("<QII", CHUNK_SIZE, len(chunks), 0)  # sha256_lanes: written
-    p += seg_table + bytes(32 * MAX_SEGMENTS - len(seg_table))
-    p += b"".join(chunks)
-    return p + bytes(PARAMS_SIZE - len(p))
+    return purgatory_params.pack(KERNEL_ENTRY, BOOT_PARAMS, mode, flags,
+                                 CMDLINE_ADDR + len(PREFIX) + len(KEY), len(TEMPLATE), segments,
+                                 CHUNK_SIZE, request, console_port=0x3F8)
 
 
 def build(workdir, blob, stub_s, stub_lds, mode, flags, corrupt=None, request=0):
