@@ -496,11 +496,12 @@ static void test_hook_refusals(void **state) {
 
 static void test_hook_digest(void **state) {
 	Fixture *f = *state;
-	_cleanup_free_ char *dom = make_domain_dir(f, DOM_ID, "vm"),
-	                    *xml = domain_xml(DOM_ID, NULL), *hex = NULL;
+	_cleanup_free_ char *dom = NULL, *xml = domain_xml(DOM_ID, NULL), *hex = NULL;
 	_cleanup_close_ int fd = -EBADF;
 
 	NEEDS_ROOT();
+	dom = make_domain_dir(f, DOM_ID, "vm");
+	assert_non_null(dom);
 	assert_int_equal(write_file_atomic(f->image, "img", 3, 0600), 0);
 	fd = kept_fd(f);
 	assert_int_equal(keep_ram_digest_fd(fd, KEEP_RAM_DIGEST_FULL, 1, &hex), 0);
