@@ -10,7 +10,10 @@ purgatory's first byte, as the old kernel would hand over (MMU off, EL1). Then:
   verified  -> the kernel's banner, its command line with the stamps field
                written ('v', a counter frequency), the initrd found;
   fast      -> the banner, stamps mode 'f';
-  corrupted -> purgatory's mismatch line and a reset, no banner.
+  corrupted -> purgatory's mismatch line and a reset, no banner;
+  panic     -> the crash image inside the fixture's reservation (256 MiB at
+               0xa0000000): stamps mode 'p', the kernel reserving our ELF core
+               header and seeing only the usable memory range as its RAM.
 No kexec and no guest OS: only the loader's output and purgatory are under test.
 Skips (exit 77) without the cached kernel (tests/bench-fetch-kernel '' arm64).
 Usage: test-arm64-loader-qemu.py LOADER_TOOL FIXTURE_ROOT VMLINUZ...
@@ -29,13 +32,19 @@ CMDLINE = re.compile(rb"Kernel command line: .*upgraded\.stamps=([0-9a-f]{16}),(
 MISMATCH = re.compile(rb"SHA-256 mismatch")
 
 
-def stage(tool, root, vmlinuz, initrd, out, mode, corrupt):
+PANIC_RAM = re.compile(rb"Memory: \d+K/262144K available")
+ELFCOREHDR = re.compile(rb"Reserving \d+ KiB of memory at 0x([0-9a-f]+) for elfcorehdr")
+
+
+def stage(tool, root, vmlinuz, initrd, out, mode, corrupt, panic=False):
     wrap = [] if platform.machine() == "aarch64" else ["qemu-aarch64-static"]
     cmd = wrap + [tool, "load", "--root", root, "--dry-run", "--mode", mode,
                   "--initrd", initrd, "--cmdline", "console=ttyAMA0 panic=-1",
                   "--dump-segments", out, vmlinuz]
     if corrupt:
         cmd.append("--test-corrupt-digest")
+    if panic:
+        cmd.append("--panic")
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     segs, entry = [], None
     with open(os.path.join(out, "segments")) as f:
@@ -72,6 +81,8 @@ def check(name, out, mode, corrupt):
         return False, "no banner or no written stamps"
     entry, verified, jump = (int(m.group(i), 16) for i in (1, 2, 3))
     freq = int(m.group(6), 16)
+    if mode == "panic" and not (PANIC_RAM.search(out) and ELFCOREHDR.search(out)):
+        return False, "the crash kernel's RAM or ELF core header"
     if m.group(4).decode() != mode[0] or not entry <= verified <= jump or freq == 0:
         return False, "stamps %s" % m.group(0)[-60:].decode()
     if b"Freeing initrd memory" not in out:
@@ -94,9 +105,11 @@ def main():
         with open(initrd, "wb") as f:
             f.write(os.urandom(64 * 1024))
         for name, mode, corrupt in (("verified", "verified", False), ("fast", "fast", False),
-                                    ("corrupted", "verified", True)):
+                                    ("corrupted", "verified", True), ("panic", "panic", False)):
             out_dir = os.path.join(tmp, name)
-            segs, entry = stage(tool, root, vmlinuz, initrd, out_dir, mode, corrupt)
+            segs, entry = stage(tool, root, vmlinuz, initrd, out_dir,
+                                "verified" if mode == "panic" else mode, corrupt,
+                                panic=mode == "panic")
             out = boot(segs, entry, os.path.join(tmp, name + ".log"))
             ok, why = check(name, out, mode, corrupt)
             print("%-10s %s: %s" % (name, "ok" if ok else "FAILED", why))

@@ -337,6 +337,11 @@ static void test_arm64_loader_panic(void **state) {
 	LoaderError e;
 	int len;
 
+	/* What the old kernel names of its notes (a crash kernel's /proc/vmcore needs them);
+	 * CPU 1 has none, which ends the list. */
+	write_at(c->root, "/sys/kernel/vmcoreinfo", "bf5e0000 1024\n", 14);
+	write_at(c->root, "/sys/devices/system/cpu/cpu0/crash_notes", "bf600000\n", 9);
+	write_at(c->root, "/sys/devices/system/cpu/cpu0/crash_notes_size", "432\n", 4);
 	assert_int_equal(build(c, true, true, &img, &e), 0);
 	check_layout(img, true);
 	loader_image_segments(img, &s);
@@ -359,8 +364,15 @@ static void test_arm64_loader_panic(void **state) {
 	assert_int_equal(eh->e_ident[EI_CLASS], ELFCLASS64);
 	assert_int_equal(eh->e_type, ET_CORE);
 	assert_int_equal(eh->e_machine, EM_AARCH64);
-	assert_int_equal(eh->e_phnum, 2); /* no notes in the test root */
+	assert_int_equal(eh->e_phnum, 2 + 2); /* vmcoreinfo, CPU 0's notes, two PT_LOADs */
 	ph = (const Elf64_Phdr *)((const uint8_t *)eh + eh->e_phoff);
+	assert_int_equal(ph[0].p_type, PT_NOTE);
+	assert_int_equal(ph[0].p_paddr, 0xbf5e0000);
+	assert_int_equal(ph[0].p_filesz, 0x1024);
+	assert_int_equal(ph[1].p_type, PT_NOTE);
+	assert_int_equal(ph[1].p_paddr, 0xbf600000);
+	assert_int_equal(ph[1].p_filesz, 432);
+	ph += 2;
 	assert_int_equal(ph[0].p_type, PT_LOAD);
 	assert_int_equal(ph[0].p_paddr, 0x40000000);
 	assert_int_equal(ph[0].p_memsz, CRASH_START - 0x40000000);
