@@ -304,6 +304,19 @@ static void test_arm64_loader_normal(void **state) {
 	assert_int_equal(pp->nr_segments, 3);
 	assert_int_equal(pp->segments[0].addr, s[LOADER_SEG_KERNEL].mem);
 	assert_string_equal(loader_image_release(img), TEST_IMAGE_RELEASE);
+	/* The placement inputs' digest, as a commit takes it again (on an arm64 build, from
+	 * /proc/iomem), matches the one taken at build; another iomem does not. */
+	if (LOADER_ARCH_NATIVE == LOADER_ARCH_ARM64) {
+		static const char moved[] = "40000000-bfffffff : System RAM\n";
+		uint8_t now[SHA256_DIGEST_SIZE];
+
+		assert_int_equal(loader_memory_map_digest(c->root, now), 0);
+		assert_memory_equal(now, loader_image_memory_map_digest(img), sizeof(now));
+		write_at(c->root, "/proc/iomem", moved, strlen(moved));
+		assert_int_equal(loader_memory_map_digest(c->root, now), 0);
+		assert_memory_not_equal(now, loader_image_memory_map_digest(img), sizeof(now));
+		write_at(c->root, "/proc/iomem", iomem_virt, strlen(iomem_virt));
+	}
 	loader_image_free(img);
 }
 
