@@ -19,6 +19,7 @@ libxenctrl, which pulls a dozen Xen libraries; the initramfs gets a stand-in
 kexec-tools sees on a host without Xen."""
 import os
 import re
+import resource
 import select
 import shutil
 import stat
@@ -265,7 +266,8 @@ def boot(env, case, uefi, stop, timeout=240):
     """Boots the old kernel for CASE and reads the serial console until
     stop(lines) is true, QEMU exits, or TIMEOUT s pass. Returns (lines as
     [(host monotonic seconds, text)], QEMU's exit code or None if it was
-    stopped, t0 = when QEMU was started)."""
+    stopped, t0 = when QEMU was started, QEMU's CPU seconds)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.Popen(qemu_argv(env, case, uefi), stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -296,7 +298,9 @@ def boot(env, case, uefi, stop, timeout=240):
             rc = p.returncode
         if buf:
             lines.append((time.monotonic(), buf.decode(errors="replace")))
-    return lines, rc, t0
+    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
+    return lines, rc, t0, cpu
 
 
 def banner_re(pkg, version):

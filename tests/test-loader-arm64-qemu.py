@@ -41,13 +41,17 @@ def loader_supported(tool):
     return r.returncode == 0 and "arm64" in r.stdout
 
 
-def check(env, case, lines, rc):
+def check(env, case, uefi, lines, rc):
     """What is wrong with the boot of CASE, as a list."""
     s = e2e.summarize(env, lines)
     wrong = []
     if not s["old_banner"]:
         wrong.append("the old kernel's banner (%s %s) is missing" %
                      (e2e.OLD_PKG, env["versions"][e2e.OLD_PKG]))
+    # The old kernel says how it was booted: through EDK II, or directly.
+    if not e2e.find(lines, r"efi: EFI v.* by EDK II" if uefi else r"efi: UEFI not found"):
+        wrong.append("the old kernel was not booted %s" % ("through UEFI" if uefi else
+                                                           "directly"))
     if s["load_failed"] or s["skip"]:
         return wrong + ["the guest could not load the new kernel"]
     if not s["exec"]:
@@ -105,8 +109,8 @@ def main():
                 stop = lambda lines: False  # purgatory resets: QEMU exits
             else:
                 stop = e2e.new_kernel_up(env)
-            lines, rc, _ = e2e.boot(env, case, uefi, stop)
-            wrong = check(env, case, lines, rc)
+            lines, rc, _, _ = e2e.boot(env, case, uefi, stop)
+            wrong = check(env, case, uefi, lines, rc)
             name = "%s/%s" % ("uefi" if uefi else "direct", case)
             print("%-22s %s (%.1f s)" % (name, "; ".join(wrong) or "ok", time.monotonic() - t0))
             if wrong:
