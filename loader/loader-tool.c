@@ -30,20 +30,23 @@ static bool arg_dry_run = false;
 static bool arg_corrupt = false;
 static unsigned arg_console_port = PURGATORY_CONSOLE_COM1;
 static const char *arg_dump = NULL;
+static LoaderArch arg_arch = LOADER_ARCH_DEFAULT;
 
 static void help(void) {
 	printf("loader-tool COMMAND [OPTIONS]\n\n"
-	       "Stages x86_64 kernels with upgraded's own kexec loader (kexec_load + our\n"
-	       "purgatory), without the daemon.\n\n"
+	       "Stages x86_64 and arm64 kernels with upgraded's own kexec loader (kexec_load +\n"
+	       "our purgatory), without the daemon.\n\n"
 	       "Commands:\n"
 	       "  check              Say whether kexec_load can be used here; exit 0 if usable,\n"
 	       "                     2 if not (the reason is printed)\n"
-	       "  release KERNEL     Print the kernel release a bzImage carries\n"
+	       "  release KERNEL     Print the kernel release a bzImage or arm64 Image carries\n"
 	       "  load KERNEL        Build the segments and load them with kexec_load\n"
 	       "  unload             Unload the staged (or with --panic, the crash) image\n"
 	       "  status             Print whether a normal and a crash image are loaded\n\n"
 	       "Options:\n"
 	       "  --root DIR             Read /sys and /proc below DIR\n"
+	       "  --arch x86_64|arm64    The kernel's architecture (default: this build's, %s);\n"
+	       "                         arm64 takes its console and reset from the device tree\n"
 	       "  --initrd FILE          Initrd for load\n"
 	       "  --cmdline STRING       Command line of the new kernel\n"
 	       "  --reuse-cmdline        Use /proc/cmdline minus upgraded.stamps=...\n"
@@ -57,7 +60,8 @@ static void help(void) {
 	       "                         addresses and the entry to DIR/segments (for emulators)\n"
 	       "  --test-corrupt-digest  Tests only: record a wrong kernel digest, so a verified\n"
 	       "                         handoff must refuse and reset\n"
-	       "  -h --help              Show this help\n");
+	       "  -h --help              Show this help\n",
+	       loader_arch_to_string(LOADER_ARCH_NATIVE));
 }
 
 static int parse_argv(int argc, char **argv) {
@@ -72,6 +76,7 @@ static int parse_argv(int argc, char **argv) {
 		ARG_DRY_RUN,
 		ARG_CORRUPT,
 		ARG_DUMP,
+		ARG_ARCH,
 	};
 	static const struct option options[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -85,6 +90,7 @@ static int parse_argv(int argc, char **argv) {
 		{ "dry-run", no_argument, NULL, ARG_DRY_RUN },
 		{ "test-corrupt-digest", no_argument, NULL, ARG_CORRUPT },
 		{ "dump-segments", required_argument, NULL, ARG_DUMP },
+		{ "arch", required_argument, NULL, ARG_ARCH },
 		{},
 	};
 	int c;
@@ -135,6 +141,14 @@ static int parse_argv(int argc, char **argv) {
 			break;
 		case ARG_DUMP:
 			arg_dump = optarg;
+			break;
+		case ARG_ARCH:
+			arg_arch = loader_arch_from_string(optarg);
+			if (arg_arch < 0) {
+				fprintf(stderr, "Unknown architecture '%s': use x86_64 or arm64.\n",
+				        optarg);
+				return -EINVAL;
+			}
 			break;
 		default:
 			return -EINVAL;
@@ -202,9 +216,14 @@ static int verb_load(const char *kernel) {
 	_cleanup_free_ char *cmdline = NULL;
 	struct loader_image *img = NULL;
 	const struct loader_segment *s;
-	static const char *const names[] = { "kernel", "initrd", "params", "purgatory" };
+	static const char *const names_x86[_LOADER_SEG_MAX] = { "kernel", "initrd", "params",
+		                                                "purgatory", "elfcorehdr" };
+	static const char *const names_arm64[_LOADER_SEG_MAX] = { "kernel", "initrd", "dtb",
+		                                                  "purgatory", "elfcorehdr" };
+	const char *const *names;
 	LoaderError le = LOADER_OK;
 	BzImageError be = BZIMAGE_OK;
+	Arm64ImageError ae = ARM64_IMAGE_OK;
 	struct timespec t0, t1;
 	size_t n;
 	int r;
@@ -225,6 +244,7 @@ static int verb_load(const char *kernel) {
 	}
 
 	struct loader_options o = {
+		.arch = arg_arch,
 		.root = arg_root,
 		.kernel_fd = kfd,
 		.initrd_fd = ifd,
@@ -232,6 +252,7 @@ static int verb_load(const char *kernel) {
 		.mode = arg_mode,
 		.panic = arg_panic,
 		.console_port = arg_console_port,
+		.ret_arm64_image_error = &ae,
 	};
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = loader_image_build(&o, &img, &le, &be);
@@ -240,13 +261,17 @@ static int verb_load(const char *kernel) {
 		fprintf(stderr, "Failed to stage '%s': %s", kernel, loader_error_to_string(le));
 		if (le == LOADER_ERR_BZIMAGE)
 			fprintf(stderr, ": %s", bzimage_error_to_string(be));
+		if (le == LOADER_ERR_ARM64_IMAGE)
+			fprintf(stderr, ": %s", arm64_image_error_to_string(ae));
 		fprintf(stderr, " (%s)\n", strerror(-r));
 		return r;
 	}
 	if (arg_corrupt)
 		loader_image_corrupt_digest_for_test(img);
 
-	printf("kernel %s, staged in %.1f ms (sha256 %s)\n", loader_image_bzimage(img)->release,
+	names = loader_image_arch(img) == LOADER_ARCH_ARM64 ? names_arm64 : names_x86;
+	printf("kernel %s (%s), staged in %.1f ms (sha256 %s)\n", loader_image_release(img),
+	       loader_arch_to_string(loader_image_arch(img)),
 	       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 	       sha256_impl_to_string((Sha256Impl)loader_image_params(img)->sha256_impl_request -
 	                             1));
@@ -280,6 +305,35 @@ static int verb_load(const char *kernel) {
 	return r < 0 ? r : 0;
 }
 
+/* The release of a bzImage or (with --arch arm64, or when the build is arm64's) an
+ * arm64 Image. */
+static int verb_release(const char *kernel) {
+	_cleanup_free_ char *rel = NULL;
+	LoaderArch arch = arg_arch == LOADER_ARCH_DEFAULT ? LOADER_ARCH_NATIVE : arg_arch;
+	const char *why = NULL;
+	int r;
+
+	if (arch == LOADER_ARCH_ARM64) {
+		Arm64ImageError e = ARM64_IMAGE_OK;
+
+		r = arm64_image_kernel_release(kernel, &rel, &e);
+		if (r < 0)
+			why = e != ARM64_IMAGE_OK ? arm64_image_error_to_string(e)
+			      : r == -ENODATA     ? "the Image carries no \"Linux version\" banner"
+			                          : strerror(-r);
+	} else {
+		BzImageError e = BZIMAGE_OK;
+
+		r = bzimage_kernel_release(kernel, &rel, &e);
+		if (r < 0)
+			why = e != BZIMAGE_OK ? bzimage_error_to_string(e) : strerror(-r);
+	}
+	if (r < 0)
+		return fprintf(stderr, "'%s': %s\n", kernel, why), r;
+	printf("%s\n", rel);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	const char *verb;
 	int r;
@@ -302,18 +356,8 @@ int main(int argc, char **argv) {
 		printf("%s\n", loader_unusable_to_string(u));
 		return u == LOADER_USABLE ? 0 : 2;
 	}
-	if (streq(verb, "release") && optind + 1 < argc) {
-		_cleanup_free_ char *rel = NULL;
-		BzImageError e = BZIMAGE_OK;
-
-		r = bzimage_kernel_release(argv[optind + 1], &rel, &e);
-		if (r < 0)
-			return fprintf(stderr, "'%s': %s\n", argv[optind + 1],
-			               e != BZIMAGE_OK ? bzimage_error_to_string(e) : strerror(-r)),
-			       1;
-		printf("%s\n", rel);
-		return 0;
-	}
+	if (streq(verb, "release") && optind + 1 < argc)
+		return verb_release(argv[optind + 1]) < 0 ? 1 : 0;
 	if (streq(verb, "load") && optind + 1 < argc)
 		return verb_load(argv[optind + 1]) < 0 ? 1 : 0;
 	if (streq(verb, "unload")) {

@@ -18,6 +18,7 @@
 #include "bootparam.h"
 #include "efi.h"
 #include "fileio.h"
+#include "loader-internal.h"
 #include "loader.h"
 #include "machine-memory.h"
 #include "macros.h"
@@ -28,7 +29,7 @@
 #include "sha256.h"
 #include "string-util.h"
 
-#define PAGE_SIZE              4096ULL
+#define PAGE_SIZE              LOADER_PAGE_SIZE
 #define LOW_MEMORY_END         PLACER_LOW_MEMORY_END
 #define LOW_RAM_CRASH_END      0xa0000ULL   /* the crash kernel gets the first 640 KiB */
 #define KERNEL_MIN_ADDR        0x1000000ULL /* search for the kernel from 16 MiB */
@@ -38,25 +39,6 @@
 
 extern const unsigned char purgatory_blob[];
 extern const size_t purgatory_blob_size;
-
-struct loader_image {
-	struct bzimage_info bz;
-	uint8_t *kernel_file; /* whole bzImage */
-	size_t kernel_file_size;
-	uint8_t *initrd;
-	size_t initrd_size;
-	uint8_t *params_seg; /* zero page + command line */
-	size_t params_seg_size;
-	uint8_t *purgatory_seg;
-	char *cmdline; /* points into params_seg */
-	struct loader_segment segments[_LOADER_SEG_MAX];
-	size_t nr_segments;
-	uint64_t entry;
-	bool panic;
-	struct efi_state *efi;                     /* NULL on a BIOS boot */
-	size_t efi_offset;                         /* where the EFI part starts in params_seg */
-	uint8_t memmap_digest[SHA256_DIGEST_SIZE]; /* of the map the segments were placed in */
-};
 
 static const char *const unusable_table[_LOADER_UNUSABLE_MAX] = {
 	[LOADER_USABLE] = "kexec_load can be used",
@@ -90,7 +72,43 @@ static const char *const error_table[_LOADER_ERR_MAX] = {
 	[LOADER_ERR_EFI_STATE] = "the EFI state the next kernel needs is missing or malformed",
 	[LOADER_ERR_PMEM_HIDDEN] =
 	        "/proc/iomem hides the persistent memory's addresses (read without CAP_SYS_ADMIN)",
+	[LOADER_ERR_ARCH_UNSUPPORTED] =
+	        "this build carries no purgatory for that architecture (build on or for it)",
+	[LOADER_ERR_ARM64_IMAGE] = "the kernel image is not a valid arm64 Image",
+	[LOADER_ERR_DTB_READ] =
+	        "the running kernel's device tree (/sys/firmware/fdt) is missing or unreadable",
+	[LOADER_ERR_DTB_INVALID] = "the running kernel's device tree is malformed",
+	[LOADER_ERR_DTB_TOO_LARGE] =
+	        "the device tree exceeds the 2 MiB the arm64 boot protocol allows",
+	[LOADER_ERR_IOMEM] = "no System RAM in /proc/iomem nor /memory in the device tree",
+	[LOADER_ERR_TOO_MANY_RANGES] = "more RAM or reserved ranges than the loader handles",
+	[LOADER_ERR_NO_ROOM_DTB] =
+	        "no free RAM for the device tree in the kernel's 32 GiB window (one 2 MiB block)",
+	[LOADER_ERR_NO_ROOM_ELFCOREHDR] =
+	        "no room for the ELF core header in the crash kernel reservation",
 };
+
+static const char *const arch_table[_LOADER_ARCH_MAX] = {
+	[LOADER_ARCH_X86_64] = "x86_64",
+	[LOADER_ARCH_ARM64] = "arm64",
+};
+
+const char *loader_arch_to_string(LoaderArch a) {
+	if (a == LOADER_ARCH_DEFAULT)
+		a = LOADER_ARCH_NATIVE;
+	return (unsigned)a < _LOADER_ARCH_MAX ? arch_table[a] : NULL;
+}
+
+LoaderArch loader_arch_from_string(const char *s) {
+	if (!s)
+		return _LOADER_ARCH_INVALID;
+	if (streq(s, "aarch64"))
+		return LOADER_ARCH_ARM64;
+	for (int a = LOADER_ARCH_X86_64; a < _LOADER_ARCH_MAX; a++)
+		if (streq(s, arch_table[a]))
+			return a;
+	return _LOADER_ARCH_INVALID;
+}
 
 const char *loader_unusable_to_string(LoaderUnusable u) {
 	return (unsigned)u < _LOADER_UNUSABLE_MAX ? unusable_table[u] : NULL;
@@ -109,7 +127,18 @@ int loader_error_to_errno(LoaderError e) {
 	case LOADER_ERR_BZIMAGE:
 	case LOADER_ERR_MEMMAP:
 	case LOADER_ERR_EFI_STATE:
+	case LOADER_ERR_ARM64_IMAGE:
+	case LOADER_ERR_DTB_INVALID:
+	case LOADER_ERR_IOMEM:
 		return -EBADMSG;
+	case LOADER_ERR_DTB_READ:
+		return -ENOENT;
+	case LOADER_ERR_DTB_TOO_LARGE:
+		return -EFBIG;
+	case LOADER_ERR_ARCH_UNSUPPORTED:
+		return -EOPNOTSUPP;
+	case LOADER_ERR_TOO_MANY_RANGES:
+		return -E2BIG;
 	case LOADER_ERR_CMDLINE_TOO_LONG:
 		return -E2BIG;
 	case LOADER_ERR_CMDLINE_INVALID:
@@ -126,9 +155,7 @@ int loader_error_to_errno(LoaderError e) {
 
 /* --- helpers --------------------------------------------------------------- */
 
-static uint64_t align_up(uint64_t v, uint64_t a) {
-	return (v + a - 1) & ~(a - 1);
-}
+#define align_up loader_align_up
 
 static void put_u8(uint8_t *p, size_t off, uint8_t v) {
 	p[off] = v;
@@ -164,7 +191,7 @@ static bool path_exists_root(const char *root, const char *path) {
 	return path_prefix_root(root, path, &p) >= 0 && access(p, F_OK) == 0;
 }
 
-static int read_fd_all(int fd, uint64_t max, uint8_t **ret, size_t *ret_size) {
+int loader_read_fd_all(int fd, uint64_t max, uint8_t **ret, size_t *ret_size) {
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct stat st;
 	size_t got = 0;
@@ -218,7 +245,10 @@ int loader_check_usable(const char *root, LoaderUnusable *ret_reason) {
 		return 0;
 	}
 
-	if (path_exists_root(root, "/sys/firmware/efi")) {
+	/* x86_64's EFI handover needs the runtime map; arm64 passes the EFI state on in the
+	 * device tree's /chosen, which the loader keeps as it is. */
+	if (LOADER_ARCH_NATIVE == LOADER_ARCH_X86_64 &&
+	    path_exists_root(root, "/sys/firmware/efi")) {
 		_cleanup_free_ struct efi_state *efi = malloc(sizeof(*efi));
 		EfiError e;
 
@@ -298,30 +328,37 @@ static void boot_cpu_word(const struct loader_options *o,
 		snprintf(buf, sizeof(BOOT_CPU_PARAM_MAX), BOOT_CPU_PARAM "%u ", b.bsp);
 }
 
-static int build_cmdline(const struct loader_options *o, const struct bzimage_info *bz, char **ret,
-                         size_t *ret_field_offset, LoaderError *ret_error) {
+int loader_build_cmdline(const struct loader_options *o, const char *extra, const char *template,
+                         size_t max, char **ret, size_t *ret_field_offset, LoaderError *ret_error) {
 	const char *user = o->cmdline ?: "";
 	_cleanup_free_ char *s = NULL;
-	char cpu[sizeof(BOOT_CPU_PARAM_MAX)];
 	int n;
 
 	if (string_has_cc(user) || strstr(user, PURGATORY_STAMPS_KEY)) {
 		*ret_error = LOADER_ERR_CMDLINE_INVALID;
 		return -EINVAL;
 	}
-	boot_cpu_word(o, cpu);
-	n = asprintf(&s, "%s%s%s%s%s%s", user, *user ? " " : "", cpu,
+	n = asprintf(&s, "%s%s%s%s%s%s", user, *user ? " " : "", extra,
 	             o->panic ? LOADER_PANIC_CMDLINE_MARK " " : LOADER_HANDOFF_CMDLINE_MARK " ",
-	             PURGATORY_STAMPS_KEY, PURGATORY_STAMPS_TEMPLATE);
+	             PURGATORY_STAMPS_KEY, template);
 	if (n < 0)
 		return -ENOMEM;
-	if ((size_t)n > bz->cmdline_size) {
+	if ((size_t)n > max) {
 		*ret_error = LOADER_ERR_CMDLINE_TOO_LONG;
 		return -E2BIG;
 	}
-	*ret_field_offset = (size_t)n - PURGATORY_STAMPS_FIELD_LEN;
+	*ret_field_offset = (size_t)n - strlen(template);
 	*ret = TAKE_PTR(s);
 	return 0;
+}
+
+static int build_cmdline(const struct loader_options *o, const struct bzimage_info *bz, char **ret,
+                         size_t *ret_field_offset, LoaderError *ret_error) {
+	char cpu[sizeof(BOOT_CPU_PARAM_MAX)];
+
+	boot_cpu_word(o, cpu);
+	return loader_build_cmdline(o, cpu, PURGATORY_STAMPS_TEMPLATE, bz->cmdline_size, ret,
+	                            ret_field_offset, ret_error);
 }
 
 /* The e820 table the new kernel sees: the firmware map, or for a panic image
@@ -362,6 +399,9 @@ struct loader_image *loader_image_free(struct loader_image *img) {
 	free(img->params_seg);
 	free(img->purgatory_seg);
 	free(img->efi);
+	free(img->elfcorehdr);
+	if (img->arch == LOADER_ARCH_ARM64)
+		free(img->cmdline);
 	free(img);
 	return NULL;
 }
@@ -384,7 +424,8 @@ static int read_images(const struct loader_options *o, struct loader_image *img,
 	int r;
 
 	/* 1. The kernel, validated; the initrd. */
-	r = read_fd_all(o->kernel_fd, BZIMAGE_MAX_SIZE, &img->kernel_file, &img->kernel_file_size);
+	r = loader_read_fd_all(o->kernel_fd, BZIMAGE_MAX_SIZE, &img->kernel_file,
+	                       &img->kernel_file_size);
 	if (r == -EFBIG) {
 		if (ret_bzimage_error)
 			*ret_bzimage_error = BZIMAGE_ERR_TOO_LARGE;
@@ -398,8 +439,8 @@ static int read_images(const struct loader_options *o, struct loader_image *img,
 	if (be != BZIMAGE_OK)
 		FAIL(LOADER_ERR_BZIMAGE, bzimage_error_to_errno(be));
 	if (o->initrd_fd >= 0) {
-		r = read_fd_all(o->initrd_fd, LOADER_INITRD_MAX_SIZE, &img->initrd,
-		                &img->initrd_size);
+		r = loader_read_fd_all(o->initrd_fd, LOADER_INITRD_MAX_SIZE, &img->initrd,
+		                       &img->initrd_size);
 		if (r < 0)
 			FAIL(LOADER_ERR_READ, r);
 	}
@@ -502,29 +543,39 @@ static int build_params(const struct loader_options *o, struct loader_image *img
 	return 0;
 }
 
+int loader_purgatory_blob(LoaderArch arch, const uint8_t **ret_blob, size_t *ret_size) {
+	if (arch != LOADER_ARCH_NATIVE)
+		return -EOPNOTSUPP;
+	*ret_blob = purgatory_blob;
+	*ret_size = purgatory_blob_size;
+	return 0;
+}
+
 /* Steps 7 and 8 of loader_image_build(): purgatory placed, with its parameters and the
  * digests of every other segment; field_off is where the stamps go in the command line. */
 static int build_purgatory(const struct loader_options *o, struct loader_image *img,
                            struct placer *pl, size_t field_off, LoaderError *ret_error) {
 	struct purgatory_params *pp;
+	const uint8_t *blob;
+	size_t blob_size;
 	uint64_t addr;
 	int r;
 
 	/* 7. Purgatory with its parameters; entry is purgatory's first byte. */
-	img->purgatory_seg = calloc(1, align_up(purgatory_blob_size, PAGE_SIZE));
+	if (loader_purgatory_blob(LOADER_ARCH_X86_64, &blob, &blob_size) < 0)
+		FAIL(LOADER_ERR_ARCH_UNSUPPORTED, -EOPNOTSUPP);
+	img->purgatory_seg = calloc(1, align_up(blob_size, PAGE_SIZE));
 	if (!img->purgatory_seg)
 		return -ENOMEM;
-	memcpy(img->purgatory_seg, purgatory_blob, purgatory_blob_size);
+	memcpy(img->purgatory_seg, blob, blob_size);
 	{
-		uint64_t memsz = align_up(purgatory_blob_size, PAGE_SIZE);
+		uint64_t memsz = align_up(blob_size, PAGE_SIZE);
 
 		if (!placer_find(pl, memsz, PAGE_SIZE, LOW_MEMORY_END, FOUR_GIB, true, &addr))
 			FAIL(LOADER_ERR_NO_ROOM_PURGATORY, -ENOSPC);
-		img->segments[LOADER_SEG_PURGATORY] =
-		        (struct loader_segment){ .buf = img->purgatory_seg,
-			                         .bufsz = purgatory_blob_size,
-			                         .mem = addr,
-			                         .memsz = memsz };
+		img->segments[LOADER_SEG_PURGATORY] = (struct loader_segment){
+			.buf = img->purgatory_seg, .bufsz = blob_size, .mem = addr, .memsz = memsz
+		};
 		placer_block(pl, addr, addr + memsz - 1);
 	}
 	img->entry = img->segments[LOADER_SEG_PURGATORY].mem;
@@ -552,9 +603,9 @@ static int build_purgatory(const struct loader_options *o, struct loader_image *
 	return 0;
 }
 
-int loader_image_build(const struct loader_options *o, struct loader_image **ret_image,
-                       LoaderError *ret_error, BzImageError *ret_bzimage_error) {
-	_cleanup_(loader_image_freep) struct loader_image *img = NULL;
+/* Steps 1 to 8 for an x86_64 bzImage into img. */
+static int build_x86_64(const struct loader_options *o, struct loader_image *img,
+                        LoaderError *ret_error, BzImageError *ret_bzimage_error) {
 	_cleanup_free_ struct mem_range *map = NULL;
 	_cleanup_free_ char *cmdline = NULL;
 	_cleanup_free_ struct placer *pl = NULL;
@@ -562,16 +613,6 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 	size_t nr_map = 0, nr_crash = 0, nr_ram = 0, field_off = 0;
 	LoaderError lerr = LOADER_OK;
 	int r;
-
-	if (!o || !ret_image || o->kernel_fd < 0)
-		return -EINVAL;
-	if (o->panic && o->mode != HANDOFF_MODE_VERIFIED)
-		FAIL(LOADER_ERR_PANIC_NOT_VERIFIED, -EINVAL);
-
-	img = calloc(1, sizeof(*img));
-	if (!img)
-		return -ENOMEM;
-	img->panic = o->panic;
 
 	/* 1. The kernel, validated; the initrd. */
 	r = read_images(o, img, ret_error, ret_bzimage_error);
@@ -633,7 +674,28 @@ int loader_image_build(const struct loader_options *o, struct loader_image **ret
 	if (r < 0)
 		return r;
 	/* 7. and 8. Purgatory, its parameters and the digests. */
-	r = build_purgatory(o, img, pl, field_off, ret_error);
+	return build_purgatory(o, img, pl, field_off, ret_error);
+}
+
+int loader_image_build(const struct loader_options *o, struct loader_image **ret_image,
+                       LoaderError *ret_error, BzImageError *ret_bzimage_error) {
+	_cleanup_(loader_image_freep) struct loader_image *img = NULL;
+	int r;
+
+	if (!o || !ret_image || o->kernel_fd < 0 || (unsigned)o->arch >= _LOADER_ARCH_MAX)
+		return -EINVAL;
+	if (o->panic && o->mode != HANDOFF_MODE_VERIFIED)
+		FAIL(LOADER_ERR_PANIC_NOT_VERIFIED, -EINVAL);
+
+	img = calloc(1, sizeof(*img));
+	if (!img)
+		return -ENOMEM;
+	img->panic = o->panic;
+	img->arch = o->arch == LOADER_ARCH_DEFAULT ? LOADER_ARCH_NATIVE : o->arch;
+	if (img->arch == LOADER_ARCH_ARM64)
+		r = loader_image_build_arm64(o, img, ret_error);
+	else
+		r = build_x86_64(o, img, ret_error, ret_bzimage_error);
 	if (r < 0)
 		return r;
 
@@ -663,7 +725,23 @@ const char *loader_image_cmdline(const struct loader_image *img) {
 }
 
 const struct bzimage_info *loader_image_bzimage(const struct loader_image *img) {
-	return &img->bz;
+	return img->arch == LOADER_ARCH_X86_64 ? &img->bz : NULL;
+}
+
+const struct arm64_image_info *loader_image_arm64(const struct loader_image *img) {
+	return img->arch == LOADER_ARCH_ARM64 ? &img->arm64 : NULL;
+}
+
+LoaderArch loader_image_arch(const struct loader_image *img) {
+	return img->arch;
+}
+
+const char *loader_image_release(const struct loader_image *img) {
+	return img->arch == LOADER_ARCH_ARM64 ? img->arm64.release : img->bz.release;
+}
+
+static unsigned long kexec_arch_flags(LoaderArch arch) {
+	return arch == LOADER_ARCH_ARM64 ? KEXEC_ARCH_AARCH64 : KEXEC_ARCH_X86_64;
 }
 
 int loader_image_set_mode(struct loader_image *img, HandoffMode mode) {
@@ -694,9 +772,11 @@ void loader_image_corrupt_digest_for_test(struct loader_image *img) {
 
 int loader_image_load(const struct loader_image *img) {
 	struct kexec_segment segs[_LOADER_SEG_MAX];
-	unsigned long flags = KEXEC_ARCH_X86_64 | (img->panic ? KEXEC_ON_CRASH : 0);
+	unsigned long flags = kexec_arch_flags(img->arch) | (img->panic ? KEXEC_ON_CRASH : 0);
 	size_t n = 0;
 
+	if (img->arch != LOADER_ARCH_NATIVE)
+		return -EOPNOTSUPP;
 	for (size_t i = 0; i < img->nr_segments; i++) {
 		if (img->segments[i].memsz == 0)
 			continue;
@@ -713,7 +793,7 @@ int loader_image_load(const struct loader_image *img) {
 }
 
 int loader_unload(bool panic) {
-	unsigned long flags = KEXEC_ARCH_X86_64 | (panic ? KEXEC_ON_CRASH : 0);
+	unsigned long flags = kexec_arch_flags(LOADER_ARCH_NATIVE) | (panic ? KEXEC_ON_CRASH : 0);
 
 	if (syscall(SYS_kexec_load, 0UL, 0UL, NULL, flags) < 0)
 		return -errno;

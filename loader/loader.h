@@ -2,8 +2,9 @@
 #pragma once
 
 /*
- * upgraded's own kexec loader: x86_64 bzImage over the kexec_load syscall, with
- * our purgatory between the kernels. A library for the daemon's kexec backend:
+ * upgraded's own kexec loader: an x86_64 bzImage or an arm64 Image (with the
+ * running kernel's device tree, /chosen rewritten) over the kexec_load syscall,
+ * with our purgatory between the kernels. A library for the daemon's kexec backend:
  *
  *   LoaderUnusable why;
  *   if (loader_check_usable(root, &why) < 0 || why != LOADER_USABLE)
@@ -17,10 +18,12 @@
  * message, and map to -errno.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arm64-image.h"
 #include "boot-cpu.h"
 #include "bzimage.h"
 #include "handoff-mode.h"
@@ -71,10 +74,38 @@ typedef enum LoaderError {
 	LOADER_ERR_PANIC_NOT_VERIFIED,   /* a panic image must be verified */
 	LOADER_ERR_PMEM_HIDDEN,          /* persistent memory whose addresses /proc/iomem hides */
 	LOADER_ERR_EFI_STATE,            /* EFI boot whose state (efi.h) cannot be read */
+	LOADER_ERR_ARCH_UNSUPPORTED,     /* this build has no purgatory for the asked arch */
+	LOADER_ERR_ARM64_IMAGE,          /* not a valid arm64 Image (ret_arm64_image_error) */
+	LOADER_ERR_DTB_READ,             /* arm64: <root>/sys/firmware/fdt unreadable */
+	LOADER_ERR_DTB_INVALID,          /* arm64: the device tree is malformed */
+	LOADER_ERR_DTB_TOO_LARGE,        /* arm64: the device tree exceeds 2 MiB */
+	LOADER_ERR_IOMEM,                /* arm64: no RAM in /proc/iomem nor in the DT */
+	LOADER_ERR_TOO_MANY_RANGES,      /* arm64: more RAM or reserved ranges than the limits */
+	LOADER_ERR_NO_ROOM_DTB,          /* arm64: no RAM hole for the DTB in the kernel's window */
+	LOADER_ERR_NO_ROOM_ELFCOREHDR, /* arm64: no room for the ELF core header in the reservation */
 	_LOADER_ERR_MAX,
 } LoaderError;
 
+/* Which kernel the image boots; the purgatory blob is this build's architecture's. */
+typedef enum LoaderArch {
+	LOADER_ARCH_DEFAULT, /* the build's architecture */
+	LOADER_ARCH_X86_64,
+	LOADER_ARCH_ARM64,
+	_LOADER_ARCH_MAX,
+	_LOADER_ARCH_INVALID = -EINVAL,
+} LoaderArch;
+
+#if defined(__aarch64__)
+#define LOADER_ARCH_NATIVE LOADER_ARCH_ARM64
+#else
+#define LOADER_ARCH_NATIVE LOADER_ARCH_X86_64
+#endif
+
+const char *loader_arch_to_string(LoaderArch a); /* "x86_64", "arm64"; DEFAULT: the native one */
+LoaderArch loader_arch_from_string(const char *s);
+
 struct loader_options {
+	LoaderArch arch;     /* 0 (LOADER_ARCH_DEFAULT): the build's */
 	const char *root;    /* prefix for /sys and /proc; NULL or "/" for the host */
 	int kernel_fd;       /* bzImage, read from its current offset 0 (pread) */
 	int initrd_fd;       /* -1: no initrd */
@@ -86,6 +117,9 @@ struct loader_options {
 	 * (N/start, N/end, N/type), not prefixed with root: the full map saved before
 	 * a panic, for the ordinary kexec out of the crash kernel. */
 	const char *memmap_dir;
+	/* arm64: the parser's verdict when the build fails with LOADER_ERR_ARM64_IMAGE
+	 * (may be NULL). */
+	Arm64ImageError *ret_arm64_image_error;
 };
 
 struct loader_segment {
@@ -98,9 +132,11 @@ struct loader_segment {
 enum {
 	LOADER_SEG_KERNEL,
 	LOADER_SEG_INITRD, /* absent (bufsz 0) without an initrd */
-	LOADER_SEG_PARAMS, /* boot_params page followed by the command line */
+	LOADER_SEG_PARAMS, /* x86_64: boot_params page + command line; arm64: the DTB */
 	LOADER_SEG_PURGATORY,
+	LOADER_SEG_ELFCOREHDR, /* arm64 panic image: the ELF core header; absent otherwise */
 	_LOADER_SEG_MAX,
+	LOADER_SEG_DTB = LOADER_SEG_PARAMS,
 };
 
 struct loader_image;
@@ -137,9 +173,16 @@ size_t loader_image_segments(const struct loader_image *img,
 uint64_t loader_image_entry(const struct loader_image *img);
 const struct purgatory_params *loader_image_params(const struct loader_image *img);
 const char *loader_image_cmdline(const struct loader_image *img);
+/* NULL for an arm64 image. */
 const struct bzimage_info *loader_image_bzimage(const struct loader_image *img);
+/* NULL for an x86_64 image. */
+const struct arm64_image_info *loader_image_arm64(const struct loader_image *img);
+LoaderArch loader_image_arch(const struct loader_image *img);
+/* The kernel release the image carries ("" when an arm64 Image has no banner). */
+const char *loader_image_release(const struct loader_image *img);
 
-/* kexec_load(entry, segments, KEXEC_ARCH_X86_64 [| KEXEC_ON_CRASH]). -ENOSYS
+/* kexec_load(entry, segments, KEXEC_ARCH_X86_64 or KEXEC_ARCH_AARCH64 [| KEXEC_ON_CRASH]).
+ * -EOPNOTSUPP for an image of another architecture than the build's. -ENOSYS
  * when the running kernel has no kexec, -EPERM without CAP_SYS_BOOT or under
  * lockdown. */
 int loader_image_load(const struct loader_image *img);

@@ -15,6 +15,7 @@
 
 #include "bootparam.h"
 #include "fileio.h"
+#include "loader-internal.h"
 #include "loader.h"
 #include "machine-memory.h"
 #include "macros.h"
@@ -83,6 +84,9 @@ int loader_memory_map_digest(const char *root, uint8_t ret[static SHA256_DIGEST_
 	size_t nr_map = 0, nr_crash = 0;
 	int r;
 
+	/* arm64 has no firmware map in /sys: its inputs are /proc/iomem's. */
+	if (LOADER_ARCH_NATIVE == LOADER_ARCH_ARM64)
+		return loader_arm64_memory_map_digest(root, ret);
 	r = memrange_read_memmap(root, NULL, &map, &nr_map);
 	if (r < 0)
 		return r;
