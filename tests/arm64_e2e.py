@@ -283,7 +283,11 @@ def boot(env, case, uefi, stop, timeout=240):
                 continue
             chunk = os.read(p.stdout.fileno(), 65536)
             now = time.monotonic()
-            if not chunk:
+            if not chunk:  # QEMU closed its output: it is exiting
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
                 break
             buf += chunk
             *done, buf = buf.split(b"\n")

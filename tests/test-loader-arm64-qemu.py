@@ -112,7 +112,10 @@ def main():
             lines, rc, _, _ = e2e.boot(env, case, uefi, stop)
             wrong = check(env, case, uefi, lines, rc)
             name = "%s/%s" % ("uefi" if uefi else "direct", case)
-            print("%-22s %s (%.1f s)" % (name, "; ".join(wrong) or "ok", time.monotonic() - t0))
+            st = e2e.summarize(env, lines)["stamps"]
+            detail = ", stamps %s,%s, verify %.3f s" % (st[3], st[4], st[1] - st[0]) if st else ""
+            print("%-22s %s (%.1f s%s)" % (name, "; ".join(wrong) or "ok", time.monotonic() - t0,
+                                           detail))
             if wrong:
                 print("\n".join("  %8.3f %s" % (t - lines[0][0], l) for t, l in lines))
             failed += bool(wrong)
