@@ -70,6 +70,7 @@ if [ $? -ne 0 ]; then
 fi
 echo "@MARK_LOADED@"
 echo "@MARK_EXEC@"
+/sbin/counter
 kexec -e
 echo "@MARK_LOAD_FAILED@: kexec -e returned"
 poweroff -f
@@ -204,9 +205,10 @@ def base_cpio(busybox, init):
     return c
 
 
-def build_initramfs(work, kernels, busybox_dir, kexec_dir, xenctrl, loader_tool=None):
+def build_initramfs(work, kernels, busybox_dir, kexec_dir, xenctrl, counter, loader_tool=None):
     """WORK/old.cpio: busybox, kexec, its libraries (libxenctrl's stand-in), the
-    new kernel's Image and initrd, and loader-tool when given. Returns its path."""
+    counter tool (tests/arm64-e2e-counter.c), the new kernel's Image and
+    initrd, and loader-tool when given. Returns its path and the initrd's size."""
     busybox = os.path.join(busybox_dir, "bin/busybox")
     new = base_cpio(busybox, NEW_INIT).bytes()
     init = OLD_INIT.replace("@NEW_CMDLINE@", NEW_CMDLINE)
@@ -214,7 +216,7 @@ def build_initramfs(work, kernels, busybox_dir, kexec_dir, xenctrl, loader_tool=
         init = init.replace("@%s@" % name, globals()[name])
     c = base_cpio(busybox, init)
     kexec = os.path.join(kexec_dir, "sbin/kexec")
-    binaries = {"sbin/kexec": kexec}
+    binaries = {"sbin/kexec": kexec, "sbin/counter": counter}
     if loader_tool:
         binaries["sbin/loader-tool"] = loader_tool
     libs = library_closure(binaries.values(), {"libxenctrl.so.4.17": xenctrl})
@@ -231,7 +233,7 @@ def build_initramfs(work, kernels, busybox_dir, kexec_dir, xenctrl, loader_tool=
     return path, len(new)
 
 
-def prepare(cache, xenctrl, loader_tool=None, work=None):
+def prepare(cache, xenctrl, counter, loader_tool=None, work=None):
     """Fetches what the guests need; returns a dict of paths and versions."""
     if not shutil.which("qemu-system-aarch64"):
         raise Skip("qemu-system-aarch64 not installed")
@@ -245,7 +247,7 @@ def prepare(cache, xenctrl, loader_tool=None, work=None):
     env["kernels"] = {p: dirs[p] for p in (OLD_PKG, NEW_PKG)}
     env["old_image"] = os.path.join(dirs[OLD_PKG], "boot", "vmlinuz-" + kernel_release(OLD_PKG))
     env["initramfs"], env["new_initrd_size"] = build_initramfs(
-        work, env["kernels"], dirs[BUSYBOX_PKG], dirs[KEXEC_PKG], xenctrl, loader_tool)
+        work, env["kernels"], dirs[BUSYBOX_PKG], dirs[KEXEC_PKG], xenctrl, counter, loader_tool)
     img = os.path.join(dirs[NEW_PKG], "boot", "vmlinuz-" + kernel_release(NEW_PKG))
     env["new_image_size"] = os.path.getsize(img)
     return env
@@ -357,6 +359,11 @@ def summarize(env, lines):
     s["banner"] = find(lines, banner_re(NEW_PKG, env["versions"][NEW_PKG]))
     s["cmdline"] = find(lines, r"Kernel command line:", s["banner"]) if s["banner"] else None
     s["stamps"] = stamps(s["cmdline"][1]) if s["cmdline"] else None
+    c = find(lines, r"^E2E: counter [0-9a-f]{16} [0-9a-f]{8}$", s["exec"]) if s["exec"] \
+        else None
+    # The counter as the host read it: (host seconds, guest counter seconds).
+    s["counter"] = (c[0], int(c[1].split()[2], 16) / int(c[1].split()[3], 16)) \
+        if c and int(c[1].split()[3], 16) else None
     s["mismatch"] = find(lines, r"upgraded purgatory: .*(mismatch|non-zero byte).*resetting")
     s["old_banner"] = find(lines, banner_re(OLD_PKG, env["versions"][OLD_PKG]))
     s["skip"] = find(lines, re.escape(MARK_SKIP))

@@ -22,7 +22,7 @@ missing or its --help names no arm64 support): they keep the harness proven.
 Exit 77 (skip) without qemu-system-aarch64, or when the packages are neither
 cached nor downloadable.
 
-Usage: test-loader-arm64-qemu.py CACHE_DIR XENCTRL_STUB [LOADER_TOOL]"""
+Usage: test-loader-arm64-qemu.py CACHE_DIR XENCTRL_STUB COUNTER [LOADER_TOOL]"""
 import os
 import subprocess
 import sys
@@ -80,11 +80,11 @@ def check(env, case, uefi, lines, rc):
 
 
 def main():
-    if len(sys.argv) < 3:
+    if len(sys.argv) < 4:
         print(__doc__)
         return 2
-    cache, xenctrl = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    tool = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else None
+    cache, xenctrl, counter = (os.path.abspath(a) for a in sys.argv[1:4])
+    tool = os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else None
     ours = loader_supported(tool)
     if ours:
         cases = [("ours-verified", False), ("ours-corrupt", False), ("ours-fast", True),
@@ -96,7 +96,7 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory(prefix="test-loader-arm64-qemu.") as work:
         try:
-            env = e2e.prepare(cache, xenctrl, tool if ours else None, work)
+            env = e2e.prepare(cache, xenctrl, counter, tool if ours else None, work)
         except e2e.Skip as e:
             print("skipped: %s" % e)
             return 77
