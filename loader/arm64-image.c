@@ -6,14 +6,12 @@
  */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "arm64-image.h"
+#include "fileio.h"
 #include "macros.h"
 
 #define GZIP_MAGIC0       0x1f
@@ -203,38 +201,22 @@ Arm64ImageError arm64_image_unwrap_parse(uint8_t **data, size_t *size,
 }
 
 int arm64_image_kernel_release(const char *path, char **ret_release, Arm64ImageError *ret_error) {
-	_cleanup_close_ int fd = -EBADF;
-	_cleanup_free_ uint8_t *buf = NULL;
+	_cleanup_free_ char *data = NULL;
 	struct arm64_image_info info;
 	Arm64ImageError e;
-	struct stat st;
-	size_t got = 0;
+	size_t size;
+	uint8_t *buf;
 	char *s;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EBADFD;
-	if ((uint64_t)st.st_size > ARM64_IMAGE_MAX_SIZE) {
-		if (ret_error)
-			*ret_error = ARM64_IMAGE_ERR_TOO_LARGE;
-		return -EFBIG;
-	}
-	buf = malloc(MAX((size_t)st.st_size, (size_t)1));
-	if (!buf)
-		return -ENOMEM;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = pread(fd, buf + got, st.st_size - got, got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		got += n;
-	}
-	e = arm64_image_unwrap_parse(&buf, &got, &info);
+	r = read_file_full(path, ARM64_IMAGE_MAX_SIZE, &data, &size);
+	if (r == -EFBIG && ret_error)
+		*ret_error = ARM64_IMAGE_ERR_TOO_LARGE;
+	if (r < 0)
+		return r;
+	buf = (uint8_t *)TAKE_PTR(data);
+	e = arm64_image_unwrap_parse(&buf, &size, &info);
+	free(buf);
 	if (ret_error)
 		*ret_error = e;
 	if (e != ARM64_IMAGE_OK)

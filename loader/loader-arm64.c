@@ -282,8 +282,13 @@ int loader_image_build_arm64(const struct loader_options *o, struct loader_image
                              LoaderError *ret_error) {
 	_cleanup_(arm64_build_done) struct arm64_build b = { .o = o, .img = img };
 	LoaderError lerr = LOADER_OK;
+	const uint8_t *blob;
+	size_t blob_size;
 	int r;
 
+	/* A build carries its own architecture's purgatory only: refuse before any work. */
+	if (loader_purgatory_blob(LOADER_ARCH_ARM64, &blob, &blob_size) < 0)
+		FAIL(LOADER_ERR_ARCH_UNSUPPORTED, -EOPNOTSUPP);
 	/* 1. The kernel and the initrd. */
 	r = read_images(&b, ret_error);
 	if (r < 0)

@@ -9,10 +9,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <linux/reboot.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/reboot.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "loader.h"
@@ -42,7 +45,9 @@ static void help(void) {
 	       "  release KERNEL     Print the kernel release a bzImage or arm64 Image carries\n"
 	       "  load KERNEL        Build the segments and load them with kexec_load\n"
 	       "  unload             Unload the staged (or with --panic, the crash) image\n"
-	       "  status             Print whether a normal and a crash image are loaded\n\n"
+	       "  status             Print whether a normal and a crash image are loaded\n"
+	       "  exec               Boot the loaded image now, as kexec -e does (syncs first;\n"
+	       "                     for test guests without kexec-tools)\n\n"
 	       "Options:\n"
 	       "  --root DIR             Read /sys and /proc below DIR\n"
 	       "  --arch x86_64|arm64    The kernel's architecture (default: this build's, %s);\n"
@@ -360,6 +365,14 @@ int main(int argc, char **argv) {
 		return verb_release(argv[optind + 1]) < 0 ? 1 : 0;
 	if (streq(verb, "load") && optind + 1 < argc)
 		return verb_load(argv[optind + 1]) < 0 ? 1 : 0;
+	if (streq(verb, "exec")) {
+		if (loader_is_loaded(arg_root, false) != 1)
+			return fprintf(stderr, "No image is loaded: run load first.\n"), 1;
+		sync();
+		if (reboot(LINUX_REBOOT_CMD_KEXEC) < 0)
+			return fprintf(stderr, "Failed to kexec: %m\n"), 1;
+		return 0;
+	}
 	if (streq(verb, "unload")) {
 		r = loader_unload(arg_panic);
 		if (r < 0)

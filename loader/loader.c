@@ -37,9 +37,6 @@
 #define LOADER_INITRD_MAX_SIZE (2ULL << 30)
 #define MEMMAP_MAX_RANGES      MEMRANGE_MAX_RANGES
 
-extern const unsigned char purgatory_blob[];
-extern const size_t purgatory_blob_size;
-
 static const char *const unusable_table[_LOADER_UNUSABLE_MAX] = {
 	[LOADER_USABLE] = "kexec_load can be used",
 	[LOADER_UNUSABLE_LOCKDOWN] =
@@ -540,14 +537,6 @@ static int build_params(const struct loader_options *o, struct loader_image *img
 	if (img->efi)
 		efi_params_write(img->efi, zp, img->segments[LOADER_SEG_PARAMS].mem,
 		                 img->efi_offset);
-	return 0;
-}
-
-int loader_purgatory_blob(LoaderArch arch, const uint8_t **ret_blob, size_t *ret_size) {
-	if (arch != LOADER_ARCH_NATIVE)
-		return -EOPNOTSUPP;
-	*ret_blob = purgatory_blob;
-	*ret_size = purgatory_blob_size;
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "loader.h"
 #include "macros.h"
 #include "path-util.h"
+#include "purgatory-standin.h"
 
 #define KERNEL_CODE_SIZE 8192
 #define SETUP_SECTS      1
@@ -166,6 +167,7 @@ static inline int teardown(void **state) {
 
 static inline struct loader_options opts_for(struct fixture *f) {
 	return (struct loader_options){
+		.arch = LOADER_ARCH_X86_64, /* the fixture is a bzImage, whatever the build */
 		.root = f->root,
 		.kernel_fd = f->kernel_fd,
 		.initrd_fd = f->initrd_fd,

@@ -120,6 +120,9 @@ static void test_loader_check_usable(void **state) {
 	assert_int_equal(u, LOADER_UNUSABLE_LOAD_DISABLED);
 	write_root_file(f->root, "/proc/sys/kernel/kexec_load_disabled", "0\n");
 
+	/* The EFI runtime map is x86_64's handover; arm64 passes the EFI state in the DT. */
+	if (LOADER_ARCH_NATIVE != LOADER_ARCH_X86_64)
+		return;
 	write_root_file(f->root, "/sys/firmware/efi/systab", "ACPI20=0x7fb7e014\n");
 	assert_int_equal(loader_check_usable(f->root, &u), 0);
 	assert_int_equal(u, LOADER_UNUSABLE_EFI_NO_RUNTIME_MAP);
@@ -261,7 +264,9 @@ static void test_loader_syscall_enosys(void **state) {
 		skip();
 	}
 	assert_int_equal(loader_image_build(&o, &img, NULL, NULL), 0);
-	assert_int_equal(loader_image_load(img), -ENOSYS);
+	/* An x86_64 image is loaded by an x86_64 build only. */
+	assert_int_equal(loader_image_load(img),
+	                 LOADER_ARCH_NATIVE == LOADER_ARCH_X86_64 ? -ENOSYS : -EOPNOTSUPP);
 	assert_int_equal(loader_unload(false), -ENOSYS);
 	assert_int_equal(loader_unload(true), -ENOSYS);
 	loader_image_free(img);

@@ -54,4 +54,29 @@ rc=$?
 set -e
 [ $rc -ne 0 ] || fail "panic image without a crash reservation was accepted"
 echo "$err" | grep -q "no crashkernel= reservation" || fail "panic refusal: $err"
+
+# arm64: a tiny Image (the booting.rst header: text_offset 0, image_size 1 MiB, flags 0xa,
+# "ARM\x64" at 56) with a banner; its release, and on an x86_64 build the named refusal
+# to build an image whose purgatory this build does not carry.
+a64="$root/Image"
+{
+        printf 'MZ\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\020\0\0\0\0\0\n\0\0\0\0\0\0\0'
+        printf '\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0ARM\144\0\0\0\0'
+        printf 'Linux version 6.1.0-seed-arm64 (seed) #1\n'
+} >"$a64"
+[ "$(wc -c <"$a64")" -eq 105 ] || fail "arm64 seed size $(wc -c <"$a64")"
+[ "$("$tool" --arch arm64 release "$a64")" = "6.1.0-seed-arm64" ] || fail "arm64 release"
+set +e
+err=$("$tool" --arch sparc release "$a64" 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] && echo "$err" | grep -q "Unknown architecture" || fail "--arch sparc: $err"
+if "$tool" --help | grep -q "this build's, x86_64"; then
+        set +e
+        err=$("$tool" --root "$root" --arch arm64 load --dry-run "$a64" 2>&1)
+        rc=$?
+        set -e
+        [ $rc -ne 0 ] || fail "an arm64 image built without arm64's purgatory"
+        echo "$err" | grep -q "no purgatory for that architecture" || fail "arm64 refusal: $err"
+fi
 echo "ok"
