@@ -93,6 +93,45 @@ static void write_fdt(const char *root) {
 	write_at(root, "/sys/firmware/fdt", out, fdt_totalsize(out));
 }
 
+/* The kaslr-seed QEMU put in the fixture. */
+static const void *fixture_kaslr_seed(void) {
+	static char *blob;
+	size_t size;
+	const void *p;
+	int node;
+
+	if (!blob)
+		assert_int_equal(read_file_full(ARM64_FIXTURE_DIR "/sys/firmware/fdt", 1 << 21,
+		                                &blob, &size),
+		                 0);
+	node = fdt_path_offset(blob, "/chosen");
+	p = fdt_getprop(blob, node, "kaslr-seed", NULL);
+	assert_non_null(p);
+	return p;
+}
+
+/* Rewrites root's /sys/firmware/fdt with stdout-path given through an alias, the way
+ * firmware often writes it: "serial0:115200n8". */
+static void write_fdt_alias(const char *root) {
+	_cleanup_free_ char *in = NULL, *path = NULL;
+	_cleanup_free_ uint8_t *out = NULL;
+	size_t size;
+	int aliases;
+
+	assert_int_equal(path_prefix_root(root, "/sys/firmware/fdt", &path), 0);
+	assert_int_equal(read_file_full(path, 1 << 21, &in, &size), 0);
+	out = calloc(1, size + 1024);
+	assert_int_equal(fdt_open_into(in, out, size + 1024), 0);
+	aliases = fdt_add_subnode(out, 0, "aliases");
+	assert_true(aliases >= 0);
+	assert_int_equal(fdt_setprop_string(out, aliases, "serial0", "/pl011@9000000"), 0);
+	assert_int_equal(fdt_setprop_string(out, fdt_path_offset(out, "/chosen"), "stdout-path",
+	                                    "serial0:115200n8"),
+	                 0);
+	assert_int_equal(fdt_pack(out), 0);
+	write_at(root, "/sys/firmware/fdt", out, fdt_totalsize(out));
+}
+
 static int open_tmp(const void *data, size_t size) {
 	char path[] = "/tmp/test-arm64-XXXXXX";
 	int fd = mkstemp(path);
@@ -227,8 +266,10 @@ static void test_arm64_loader_normal(void **state) {
 	p = chosen_prop(fdt, "linux,initrd-end", &len);
 	assert_int_equal(be_cells(p, 2), s[LOADER_SEG_INITRD].mem + INITRD_BYTES);
 	/* Fresh seeds: the fixture's kaslr-seed is QEMU's; ours is new and sized. */
-	assert_non_null(chosen_prop(fdt, "kaslr-seed", &len));
+	p = chosen_prop(fdt, "kaslr-seed", &len);
+	assert_non_null(p);
 	assert_int_equal(len, 8);
+	assert_memory_not_equal(p, fixture_kaslr_seed(), 8);
 	assert_non_null(chosen_prop(fdt, "rng-seed", &len));
 	assert_int_equal(len, 64);
 	/* The UEFI boot's properties are kept as they were. */
@@ -263,6 +304,19 @@ static void test_arm64_loader_normal(void **state) {
 	assert_int_equal(pp->nr_segments, 3);
 	assert_int_equal(pp->segments[0].addr, s[LOADER_SEG_KERNEL].mem);
 	assert_string_equal(loader_image_release(img), TEST_IMAGE_RELEASE);
+	/* The placement inputs' digest, as a commit takes it again (on an arm64 build, from
+	 * /proc/iomem), matches the one taken at build; another iomem does not. */
+	if (LOADER_ARCH_NATIVE == LOADER_ARCH_ARM64) {
+		static const char moved[] = "40000000-bfffffff : System RAM\n";
+		uint8_t now[SHA256_DIGEST_SIZE];
+
+		assert_int_equal(loader_memory_map_digest(c->root, now), 0);
+		assert_memory_equal(now, loader_image_memory_map_digest(img), sizeof(now));
+		write_at(c->root, "/proc/iomem", moved, strlen(moved));
+		assert_int_equal(loader_memory_map_digest(c->root, now), 0);
+		assert_memory_not_equal(now, loader_image_memory_map_digest(img), sizeof(now));
+		write_at(c->root, "/proc/iomem", iomem_virt, strlen(iomem_virt));
+	}
 	loader_image_free(img);
 }
 
@@ -296,6 +350,11 @@ static void test_arm64_loader_panic(void **state) {
 	LoaderError e;
 	int len;
 
+	/* What the old kernel names of its notes (a crash kernel's /proc/vmcore needs them);
+	 * CPU 1 has none, which ends the list. */
+	write_at(c->root, "/sys/kernel/vmcoreinfo", "bf5e0000 1024\n", 14);
+	write_at(c->root, "/sys/devices/system/cpu/cpu0/crash_notes", "bf600000\n", 9);
+	write_at(c->root, "/sys/devices/system/cpu/cpu0/crash_notes_size", "432\n", 4);
 	assert_int_equal(build(c, true, true, &img, &e), 0);
 	check_layout(img, true);
 	loader_image_segments(img, &s);
@@ -318,8 +377,15 @@ static void test_arm64_loader_panic(void **state) {
 	assert_int_equal(eh->e_ident[EI_CLASS], ELFCLASS64);
 	assert_int_equal(eh->e_type, ET_CORE);
 	assert_int_equal(eh->e_machine, EM_AARCH64);
-	assert_int_equal(eh->e_phnum, 2); /* no notes in the test root */
+	assert_int_equal(eh->e_phnum, 2 + 2); /* vmcoreinfo, CPU 0's notes, two PT_LOADs */
 	ph = (const Elf64_Phdr *)((const uint8_t *)eh + eh->e_phoff);
+	assert_int_equal(ph[0].p_type, PT_NOTE);
+	assert_int_equal(ph[0].p_paddr, 0xbf5e0000);
+	assert_int_equal(ph[0].p_filesz, 0x1024);
+	assert_int_equal(ph[1].p_type, PT_NOTE);
+	assert_int_equal(ph[1].p_paddr, 0xbf600000);
+	assert_int_equal(ph[1].p_filesz, 432);
+	ph += 2;
 	assert_int_equal(ph[0].p_type, PT_LOAD);
 	assert_int_equal(ph[0].p_paddr, 0x40000000);
 	assert_int_equal(ph[0].p_memsz, CRASH_START - 0x40000000);
@@ -420,6 +486,31 @@ static void test_arm64_loader_bad_inputs(void **state) {
 	assert_null(img);
 }
 
+/* Without /proc/iomem, RAM is what the DT's /memory nodes say (QEMU virt: 2 GiB at
+ * 1 GiB); the console is found through an alias with options. */
+static void test_arm64_loader_dt_memory_alias(void **state) {
+	struct ctx *c = *state;
+	_cleanup_free_ char *p = NULL;
+	struct loader_image *img = NULL;
+	const struct loader_segment *s;
+	size_t n;
+	LoaderError e;
+
+	assert_int_equal(path_prefix_root(c->root, "/proc/iomem", &p), 0);
+	assert_int_equal(unlink(p), 0);
+	write_fdt_alias(c->root);
+	assert_int_equal(build(c, false, true, &img, &e), 0);
+	n = loader_image_segments(img, &s);
+	for (size_t i = 0; i < n; i++)
+		if (s[i].memsz)
+			assert_true(s[i].mem >= 0x40000000 && s[i].mem + s[i].memsz <= 0xc0000000);
+	assert_int_equal(loader_image_params(img)->console_kind, PURGATORY_CONSOLE_PL011);
+	assert_int_equal(loader_image_params(img)->console_base, 0x9000000);
+	loader_image_free(img);
+	write_fdt(c->root);
+	write_at(c->root, "/proc/iomem", iomem_virt, strlen(iomem_virt));
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arm64_loader_normal),
@@ -428,6 +519,7 @@ int main(void) {
 		cmocka_unit_test(test_arm64_loader_crash_at_top),
 		cmocka_unit_test(test_arm64_loader_refusals),
 		cmocka_unit_test(test_arm64_loader_bad_inputs),
+		cmocka_unit_test(test_arm64_loader_dt_memory_alias),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

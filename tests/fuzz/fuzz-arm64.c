@@ -29,7 +29,8 @@ static void fuzz_image(const uint8_t *data, size_t size) {
 		return;
 	memcpy(buf, data, size);
 	if (arm64_image_unwrap_parse(&buf, &size, &info) == ARM64_IMAGE_OK) {
-		if (info.image_size < info.file_size || info.text_offset >= ARM64_IMAGE_BASE_ALIGN ||
+		if (info.image_size < info.file_size ||
+		    info.text_offset >= ARM64_IMAGE_BASE_ALIGN ||
 		    strlen(info.release) >= ARM64_IMAGE_RELEASE_MAX)
 			abort();
 	}
