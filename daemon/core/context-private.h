@@ -93,6 +93,16 @@ void context_notify_update(Context *c, Update *u);
 
 int context_transition(Context *c, Update *u, UpdateState state, const char *phase,
                        unsigned progress);
+/* context_transition() that also appends the phase stamp `stamp` (NULL: none); a
+ * transition that could not be persisted leaves no stamp behind (the history says only
+ * what reached the disk). */
+int context_transition_stamped(Context *c, Update *u, const char *stamp, bool with_tsc,
+                               UpdateState state, const char *phase, unsigned progress);
+/* The same with the string *field set to a copy of value (NULL: cleared) first; restored
+ * when the transition could not be persisted. field NULL: nothing set. */
+int context_transition_setting(Context *c, Update *u, char **field, const char *value,
+                               const char *stamp, bool with_tsc, UpdateState state,
+                               const char *phase, unsigned progress);
 
 int context_write_report(Context *c, Update *u);
 
