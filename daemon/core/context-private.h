@@ -14,6 +14,7 @@
  *   context-commit.c   the commit run, the hooks, the handoff, cancel
  *   context-recover.c  recovery on every start
  *   context-panic.c    the panic path on the crash kernel
+ *   context-leftovers.c removing the temporary files an interrupted write left
  *   context-retention.c pruning the records and reports of old finished updates
  */
 
@@ -84,6 +85,11 @@ int context_record_path(Context *c, const char *id, char **ret);
 /* Drops the oldest finished updates beyond [Reports] Keep=, files and memory
  * (context-retention.c); called by context_load() once the records are sorted. */
 int context_prune(Context *c);
+
+/* Removes the regular files "<id>.json.tmpXXXXXX" an interrupted write left in the state
+ * directory's sub (updates, reports), each logged; nothing when sub is not a directory of
+ * ours alone. Returns how many went. */
+int context_remove_leftovers(Context *c, const char *sub);
 
 int context_save_memmap(Context *c, Update *u);
 

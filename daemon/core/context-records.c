@@ -323,6 +323,8 @@ int context_load(Context *c) {
 
 	if (asprintf(&dir, "%s/updates", c->state_dir) < 0)
 		return -ENOMEM;
+	(void)context_remove_leftovers(c, "updates");
+	(void)context_remove_leftovers(c, "reports");
 	d = opendir(dir);
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
@@ -332,7 +334,7 @@ int context_load(Context *c) {
 		int r;
 
 		if (n != UPDATE_ID_LEN + 5 || !streq(de->d_name + UPDATE_ID_LEN, ".json"))
-			continue; /* temporary files of an interrupted write, strangers */
+			continue; /* strangers (context_remove_leftovers() took the temporaries) */
 		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
 			closedir(d);
 			return -ENOMEM;
