@@ -134,6 +134,13 @@ char *string_escape_cut(const char *s, size_t len, size_t max, char *buf) {
 	return buf;
 }
 
+char *string_escape(const char *s) {
+	size_t max = 4 * strlen(strempty(s)); /* every byte written as \xNN at worst */
+	char *buf = malloc(ESCAPE_CUT_SIZE(max));
+
+	return buf ? string_escape_cut(s, SIZE_MAX, max, buf) : NULL;
+}
+
 int safe_atou64(const char *s, unsigned long long *ret) {
 	const char *end = NULL;
 	unsigned long long v;

@@ -41,6 +41,9 @@ char *string_escape_cut(const char *s, size_t len, size_t max, char *buf);
  * enclosing statement's block: for a "'%s'" argument. */
 #define QUOTE_CUT(s, max) string_escape_cut((s), SIZE_MAX, (max), (char[ESCAPE_CUT_SIZE(max)]){ 0 })
 
+/* string_escape_cut() of the whole of s into a new string (never cut): NULL on ENOMEM. */
+char *string_escape(const char *s);
+
 /* Length of the valid UTF-8 character at the start of the n bytes at s (1-4), 0 when they
  * do not start with one (an overlong form, a surrogate, beyond U+10FFFF, cut short). */
 size_t utf8_char_len(const char *s, size_t n);

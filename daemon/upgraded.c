@@ -33,6 +33,7 @@
 #include "string-util.h"
 #include "job.h"
 #include "vm.h"
+#include "time-util.h"
 #include "vm-steps.h"
 #ifdef UPGRADED_TEST_CORRUPT_DIGEST
 #include "kexec-loader.h"
@@ -406,6 +407,11 @@ static int make_dirs(Context *c) {
 /* SIGTERM: what a job still running gets to give back (cancel, rollback) before we go. */
 #define STOP_GRACE_USEC     (3ULL * 1000000ULL)
 #define STOP_POLL_USEC      (100ULL * 1000ULL)
+/* The polls' accuracy: sd-event's default (250 ms) would let each poll fire that much late. */
+#define STOP_POLL_ACCURACY  (1000ULL)
+/* The most the exit waits for the libvirt connection's close (never past the stop's deadline):
+ * a mute libvirtd answers it only when the keepalive gives up. Nothing depends on it. */
+#define STOP_CLOSE_USEC     (500ULL * 1000ULL)
 
 /* The recovery of whatever the last run or the last kernel left (on the new kernel: the VM
  * restores), off the loop: the bus name is taken before it starts. */
@@ -438,14 +444,25 @@ static int on_extend_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 	return 0;
 }
 
-static int on_stop_poll(sd_event_source *s, uint64_t usec, void *userdata) {
-	static uint64_t waited;
+/* The moment the stop announced (CLOCK_MONOTONIC): the grace is measured against the clock,
+ * not counted in polls, which the loop may run late. */
+static uint64_t stop_deadline;
 
-	waited += STOP_POLL_USEC;
-	if (job_count() == 0 || waited >= STOP_GRACE_USEC)
+static int on_stop_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+	if (job_count() == 0 || usec >= stop_deadline)
 		return sd_event_exit(sd_event_source_get_event(s), 0);
-	(void)sd_event_source_set_time_relative(s, STOP_POLL_USEC);
+	(void)sd_event_source_set_time(s, MIN(usec + STOP_POLL_USEC, stop_deadline));
 	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* What is left of the stop's budget for the libvirt connection's close, at most
+ * STOP_CLOSE_USEC. */
+static uint64_t stop_close_budget(void) {
+	uint64_t now = now_monotonic_usec();
+
+	if (stop_deadline == 0)
+		return STOP_CLOSE_USEC;
+	return now >= stop_deadline ? 0 : MIN(stop_deadline - now, STOP_CLOSE_USEC);
 }
 
 /* SIGTERM/SIGINT: a commit before the point of no return is cancelled (its VMs given back),
@@ -454,11 +471,14 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 	Manager *mgr = userdata;
 	sd_event *e = sd_event_source_get_event(s);
 	static bool stopping;
+	uint64_t now = 0;
 
 	if (stopping)
 		return 0;
 	stopping = true;
 	(void)sd_notify(false, "STOPPING=1");
+	(void)sd_event_now(e, CLOCK_MONOTONIC, &now);
+	stop_deadline = now + STOP_GRACE_USEC;
 	if (job_count() == 0)
 		return sd_event_exit(e, 0);
 	log_info("Stopping: %u job(s) running, waiting at most %.0f s for them.", job_count(),
@@ -466,8 +486,8 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 	if (mgr->commit_job && context_active(mgr->context) &&
 	    streq(context_active(mgr->context)->phase, PHASE_PRE_HANDOFF))
 		job_cancel(mgr->commit_job);
-	return sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC, 0, on_stop_poll,
-	                                  mgr);
+	return sd_event_add_time(e, NULL, CLOCK_MONOTONIC, now + STOP_POLL_USEC, STOP_POLL_ACCURACY,
+	                         on_stop_poll, mgr);
 }
 
 /* The state machine for a: the backend, the test builds' seams, the configuration (refused
@@ -685,6 +705,12 @@ static int run(int argc, char *argv[]) {
 		            job_count());
 		(void)sd_bus_flush(bus);
 		_exit(EXIT_FAILURE);
+	}
+	if (vms_close(vms, stop_close_budget()) == -ETIMEDOUT) {
+		/* Its thread still waits on libvirtd: tearing libvirt down under it would crash. */
+		log_warning("libvirt did not answer the close of its connection; leaving without.");
+		(void)sd_bus_flush(bus);
+		_exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 	}
 	sd_event_source_disable_unref(extend);
 	free(mgr.commit_id); /* the last commit's id, kept for BadState messages */

@@ -18,6 +18,7 @@
 #include "bootparam.h"
 #include "efi.h"
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "loader-internal.h"
 #include "loader.h"
 #include "machine-memory.h"
@@ -58,7 +59,7 @@ static const char *const error_table[_LOADER_ERR_MAX] = {
 	[LOADER_ERR_TOO_MANY_E820] = "the memory map has more ranges than boot_params can hold",
 	[LOADER_ERR_CMDLINE_TOO_LONG] = "the command line is longer than the new kernel accepts",
 	[LOADER_ERR_CMDLINE_INVALID] =
-	        "the command line has control characters or already has upgraded.stamps=",
+	        "the command line has control characters, a \"--\" or upgraded.stamps=",
 	[LOADER_ERR_NO_ROOM_KERNEL] = "no free RAM at the kernel's alignment for its init_size",
 	[LOADER_ERR_NO_ROOM_INITRD] = "no free RAM below initrd_addr_max for the initrd",
 	[LOADER_ERR_NO_ROOM_PARAMS] =
@@ -331,7 +332,9 @@ int loader_build_cmdline(const struct loader_options *o, const char *extra, cons
 	_cleanup_free_ char *s = NULL;
 	int n;
 
-	if (string_has_cc(user) || strstr(user, PURGATORY_STAMPS_KEY)) {
+	/* Our words go after the caller's: after a "--" the kernel would give them to init. */
+	if (string_has_cc(user) || strstr(user, PURGATORY_STAMPS_KEY) ||
+	    kernel_cmdline_has_init_separator(user)) {
 		*ret_error = LOADER_ERR_CMDLINE_INVALID;
 		return -EINVAL;
 	}

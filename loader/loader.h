@@ -65,7 +65,7 @@ typedef enum LoaderError {
 	LOADER_ERR_MEMMAP,               /* /sys/firmware/memmap missing or malformed */
 	LOADER_ERR_TOO_MANY_E820,        /* more ranges than the zero page holds */
 	LOADER_ERR_CMDLINE_TOO_LONG,     /* longer than the kernel's cmdline_size */
-	LOADER_ERR_CMDLINE_INVALID,      /* control characters, or a stray stamps key */
+	LOADER_ERR_CMDLINE_INVALID,      /* control characters, a "--", or a stray stamps key */
 	LOADER_ERR_NO_ROOM_KERNEL,       /* no aligned RAM hole for the kernel */
 	LOADER_ERR_NO_ROOM_INITRD,       /* no RAM hole below initrd_addr_max */
 	LOADER_ERR_NO_ROOM_PARAMS,       /* no RAM hole below 4 GiB for boot_params */

@@ -128,13 +128,22 @@ void policy_errors_done(PolicyErrors *e) {
 
 int policy_errors_addv(PolicyErrors *e, const char *file, unsigned line, const char *fmt,
                        va_list ap) {
-	_cleanup_free_ char *f = NULL, *m = NULL;
+	_cleanup_free_ char *f = NULL, *m = NULL, *raw = NULL;
 	PolicyError *n;
 
 	if (!e)
 		return 0;
-	f = strdup(strempty(file));
-	if (!f || vasprintf(&m, fmt, ap) < 0)
+	/* The file's bytes (a key, a value, a name) are quoted escaped: an error is text that
+	 * goes to a terminal and into a D-Bus reply, which must be valid UTF-8. */
+	f = string_escape(file);
+	if (!f)
+		return -ENOMEM;
+	if (vasprintf(&raw, fmt, ap) < 0) {
+		raw = NULL;
+		return -ENOMEM;
+	}
+	m = string_escape(raw);
+	if (!m)
 		return -ENOMEM;
 	n = realloc(e->items, sizeof(*n) * (e->n + 1));
 	if (!n)

@@ -70,6 +70,18 @@ static void test_cmdline_validate_rejects_smuggled_stamps(void **state) {
 	expect_invalid("quiet foo=\"unbalanced");
 }
 
+/* After "--" the kernel hands every word to init, and upgraded's parameters come after the
+ * caller's words: a "--" of its own (quoted too: the kernel strips the quotes) is refused. */
+static void test_cmdline_validate_rejects_init_separator(void **state) {
+	expect_invalid("root=/dev/vda1 ro -- single");
+	expect_invalid("--");
+	expect_invalid("quiet --");
+	expect_invalid("quiet \"--\" x");
+	/* ...a word that only starts or ends with it is a parameter like any other. */
+	assert_int_equal(cmdline_validate("quiet --x foo=-- a--", NULL), 0);
+	assert_int_equal(cmdline_validate("foo=\"a -- b\"", NULL), 0);
+}
+
 static void test_cmdline_strip_for_reuse(void **state) {
 	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
 
@@ -106,6 +118,7 @@ int main(void) {
 		cmocka_unit_test(test_cmdline_validate_rejects_non_ascii),
 		cmocka_unit_test(test_cmdline_validate_rejects_too_long),
 		cmocka_unit_test(test_cmdline_validate_rejects_smuggled_stamps),
+		cmocka_unit_test(test_cmdline_validate_rejects_init_separator),
 		cmocka_unit_test(test_cmdline_strip_for_reuse),
 		cmocka_unit_test(test_cmdline_has_word_panic_mark),
 	};

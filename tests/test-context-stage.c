@@ -110,6 +110,17 @@ static void test_context_reuse_cmdline(void **state) {
 	assert_int_equal(context_stage(c, &req, &u, &e), 0);
 	assert_string_equal(u->cmdline, "root=/dev/vda1 console=ttyS0");
 	assert_true(u->reuse_cmdline);
+	assert_int_equal(context_cancel(c, u->id, &e), 0);
+
+	/* Init's arguments after "--": upgraded's own parameters would follow them. */
+	assert_int_equal(test_write_file(w->root, "/proc/cmdline",
+	                                 "root=/dev/vda1 console=ttyS0 -- single\n", 0644),
+	                 0);
+	u = NULL;
+	assert_true(context_stage(c, &req, &u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_INVALID_CMDLINE));
+	assert_null(u);
+	assert_null(context_active(c));
 	context_free(c);
 }
 

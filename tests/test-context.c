@@ -356,6 +356,141 @@ static void crash_everywhere(World *w, bool fail_pre) {
 	assert_true(total >= (fail_pre ? 4u : 7u));
 }
 
+/* The record of id cannot be written (as on a full disk): a directory takes its name, so
+ * the rename of every new version fails, for root too. */
+static void block_record(World *w, const char *id, bool block) {
+	_cleanup_free_ char *path = NULL, *saved = NULL;
+
+	assert_true(asprintf(&path, "%s/var/lib/upgraded/updates/%s.json", w->root, id) > 0);
+	assert_true(asprintf(&saved, "%s.blocked", path) > 0);
+	if (block) {
+		assert_int_equal(rename(path, saved), 0);
+		assert_int_equal(mkdir(path, 0755), 0);
+	} else {
+		assert_int_equal(rmdir(path), 0);
+		assert_int_equal(rename(saved, path), 0);
+	}
+}
+
+/* The phase history as one line: "staged cancelled". */
+static char *stamp_names(const Update *u) {
+	char *s = strdup("");
+
+	for (size_t i = 0; s && i < u->n_stamps; i++) {
+		char *n = NULL;
+
+		if (asprintf(&n, "%s%s%s", s, i ? " " : "", u->stamps[i].name) < 0)
+			n = NULL;
+		free(s);
+		s = n;
+	}
+	assert_non_null(s);
+	return s;
+}
+
+/* A transition that cannot be persisted leaves no trace, in memory or on disk: not a
+ * stamp in the phase history, not the commit's mode, reason or decisions. */
+static void test_context_failed_persist_leaves_no_trace(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_free_ char *id = NULL, *names = NULL;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	Update *u = stage(c, &e), *v = NULL;
+
+	id = strdup(u->id);
+	block_record(w, id, true);
+	for (int i = 0; i < 3; i++) {
+		assert_true(context_cancel(c, id, &e) < 0);
+		assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_PERSIST_FAILED));
+		sd_bus_error_free(&e);
+		assert_true(context_commit_begin(c, id, &v, &e) < 0);
+		assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_PERSIST_FAILED));
+		sd_bus_error_free(&e);
+	}
+	assert_int_equal(u->state, UPDATE_STAGED);
+	assert_string_equal(u->phase, PHASE_STAGED);
+	names = stamp_names(u);
+	assert_string_equal(names, "staged");
+	assert_null(u->handoff_reason);
+	assert_null(u->decisions);
+	block_record(w, id, false);
+	assert_disk_matches(w, c, u);
+
+	assert_int_equal(context_cancel(c, id, &e), 0);
+	free(names);
+	names = stamp_names(u);
+	assert_string_equal(names, "staged cancelled");
+	assert_disk_matches(w, c, u);
+	context_free(c);
+}
+
+static bool exists_in(World *w, const char *rel) {
+	_cleanup_free_ char *p = NULL;
+	struct stat st;
+
+	assert_true(asprintf(&p, "%s/var/lib/upgraded/%s", w->root, rel) > 0);
+	return lstat(p, &st) == 0;
+}
+
+/* The temporary files a crash left beside the records and reports go at the next start:
+ * regular files of the exact pattern only, never what a symbolic link names, never in a
+ * directory that others can write. */
+static void test_context_removes_leftover_temporaries(void **state) {
+	static const char *const gone[] = { "updates/0123456789abcdef.json.tmpAb3xYz",
+		                            "reports/0123456789abcdef.json.tmp000000" };
+	static const char *const kept[] = {
+		"updates/0123456789abcdef.json.tmpAb3xY",   /* five random characters */
+		"updates/0123456789abcdeg.json.tmpAb3xYz",  /* not an id */
+		"updates/0123456789abcdef.json.tmpAb3x-z",  /* not mkstemp()'s */
+		"updates/0123456789abcdef.json.tmpAb3xYz~", /* longer */
+		"updates/notes.txt",
+	};
+	_cleanup_free_ char *link = NULL, *target = NULL, *dir = NULL, *upd = NULL;
+	World *w = *state;
+	Context *c;
+
+	for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
+		_cleanup_free_ char *rel = NULL;
+
+		assert_true(asprintf(&rel, "/var/lib/upgraded/%s", gone[i]) > 0);
+		assert_int_equal(test_write_file(w->root, rel, "{", 0600), 0);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
+		_cleanup_free_ char *rel = NULL;
+
+		assert_true(asprintf(&rel, "/var/lib/upgraded/%s", kept[i]) > 0);
+		assert_int_equal(test_write_file(w->root, rel, "{", 0600), 0);
+	}
+	/* A symbolic link and a directory with the name: neither goes, nor what the link names. */
+	assert_int_equal(test_write_file(w->root, "/etc/precious", "x", 0644), 0);
+	assert_true(asprintf(&target, "%s/etc/precious", w->root) > 0);
+	assert_true(asprintf(&link, "%s/var/lib/upgraded/updates/fedcba9876543210.json.tmpLINK00",
+	                     w->root) > 0);
+	assert_int_equal(symlink(target, link), 0);
+	assert_true(asprintf(&dir, "%s/var/lib/upgraded/updates/fedcba9876543210.json.tmpDIR000",
+	                     w->root) > 0);
+	assert_int_equal(mkdir(dir, 0755), 0);
+
+	/* A directory others can write: nothing is removed there. */
+	assert_true(asprintf(&upd, "%s/var/lib/upgraded/updates", w->root) > 0);
+	assert_int_equal(chmod(upd, 0777), 0);
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	context_free(c);
+	assert_true(exists_in(w, gone[0]));
+	assert_false(exists_in(w, gone[1]));
+	assert_int_equal(chmod(upd, 0755), 0);
+
+	c = boot(w, OLD_KERNEL, BOOT_A, true);
+	assert_int_equal(c->n_updates, 0);
+	context_free(c);
+	assert_false(exists_in(w, gone[0]));
+	for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+		assert_true(exists_in(w, kept[i]));
+	assert_true(exists_in(w, "updates/fedcba9876543210.json.tmpLINK00"));
+	assert_true(exists_in(w, "updates/fedcba9876543210.json.tmpDIR000"));
+	assert_int_equal(access(target, F_OK), 0);
+}
+
 static void test_context_crash_at_every_step_of_a_good_update(void **state) {
 	crash_everywhere(*state, false);
 }
@@ -609,9 +744,11 @@ int main(void) {
 		T(test_context_pre_handoff_failure_rolls_back),
 		T(test_context_refused_kexec_request_rolls_back),
 		T(test_context_cancel_and_bad_states),
+		T(test_context_failed_persist_leaves_no_trace),
 		T(test_context_crash_at_every_step_of_a_good_update),
 		T(test_context_crash_at_every_step_of_a_failing_update),
 		T(test_context_ignores_damaged_records),
+		T(test_context_removes_leftover_temporaries),
 		T(test_context_policy_decides),
 		T(test_context_prunes_old_updates),
 		T(test_context_retain_prunes_while_running),

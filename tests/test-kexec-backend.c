@@ -143,6 +143,12 @@ static void test_kexec_file_syscall_arguments(void **state) {
 	assert_int_equal(s.flags, 0x0);
 	img.flags = KEXEC_IMAGE_PANIC;
 
+	/* A "--" would give the mark to init: refused, the kernel never asked. */
+	img.cmdline = "quiet -- single";
+	assert_int_equal(kexec_backend_file.load(NULL, &img), -EINVAL);
+	assert_int_equal(s.calls, 4);
+	img.cmdline = NULL;
+
 	assert_int_equal(kexec_backend_file.unload(NULL, 0), 0);
 	assert_int_equal(s.flags, 0x1);
 	assert_int_equal(s.kernel_fd, -1);

@@ -42,6 +42,10 @@ static void test_loader_build_cmdline_refusals(void **state) {
 	o.cmdline = "root=/dev/vda1 upgraded.stamps=1";
 	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EINVAL);
 	assert_int_equal(e, LOADER_ERR_CMDLINE_INVALID);
+	/* Our words follow the caller's: after a "--" the kernel would give them to init. */
+	o.cmdline = "root=/dev/vda1 -- single";
+	assert_int_equal(loader_image_build(&o, &img, &e, NULL), -EINVAL);
+	assert_int_equal(e, LOADER_ERR_CMDLINE_INVALID);
 	assert_null(img);
 
 	/* No command line at all is fine: just the mark and the placeholder. */

@@ -357,6 +357,42 @@ static void test_every_error_reported(void **state) {
 	policy_errors_done(&e);
 }
 
+/* Bytes that are not UTF-8 (or are control characters) in a key, a value or a file name
+ * are quoted as \xNN: the error stays text with its FILE:LINE, for a terminal and a D-Bus
+ * reply alike. */
+static void test_errors_escape_bytes(void **state) {
+	static const char text[] = "[VM]\n"
+	                           "Bog\xffus=1\n"
+	                           "SaveParallel=\xfe\xff\n"
+	                           "DefaultStrategy=caf\xc3\xa9\n";
+	_cleanup_(policy_freep) Policy *p = NULL;
+	_cleanup_free_ char *out = NULL;
+	PolicyErrors e = {};
+	size_t size;
+	FILE *f;
+
+	assert_int_equal(policy_new_default(&p), 0);
+	assert_int_equal(policy_parse_buffer(p, "bad\x80name.conf", text, sizeof(text) - 1, &e),
+	                 -EBADMSG);
+	f = open_memstream(&out, &size);
+	policy_errors_print(&e, f);
+	fclose(f);
+	printf("%s", out);
+	assert_int_equal(e.n, 3);
+	assert_non_null(strstr(out, "bad\\x80name.conf:2: Unknown key Bog\\xffus= in [VM]\n"));
+	assert_non_null(strstr(out, "bad\\x80name.conf:3: "));
+	assert_non_null(strstr(out, "'\\xfe\\xff'"));
+	/* valid UTF-8 stays as it is */
+	assert_non_null(strstr(out, "bad\\x80name.conf:4: "));
+	assert_non_null(strstr(out, "caf\xc3\xa9"));
+	for (size_t i = 0; i < size; i++)
+		assert_true((unsigned char)out[i] >= 0x20 || out[i] == '\n');
+	assert_null(strchr(out, '\xff'));
+	assert_null(strchr(out, '\xfe'));
+	assert_null(strchr(out, '\x80'));
+	policy_errors_done(&e);
+}
+
 static void test_long_and_nul_lines(void **state) {
 	_cleanup_free_ char *text = NULL;
 	PolicyErrors e = {};
@@ -691,6 +727,7 @@ int main(void) {
 		cmocka_unit_test(test_syntax_variants),
 		cmocka_unit_test(test_errors_table),
 		cmocka_unit_test(test_every_error_reported),
+		cmocka_unit_test(test_errors_escape_bytes),
 		cmocka_unit_test(test_long_and_nul_lines),
 		cmocka_unit_test(test_parse_buffer_invalid),
 		cmocka_unit_test(test_parse_size),

@@ -97,10 +97,8 @@ int context_commit_fail(Context *c, Update *u, const char *reason) {
 	if (!streq(u->phase, PHASE_ROLLBACK)) {
 		log_event(LOG_ERR, LOG_MID_ROLLBACK, u->id,
 		          "Update %s failed before the handoff, rolling back: %s", u->id, reason);
-		r = update_set_string(&u->error, reason);
-		if (r < 0)
-			return r;
-		r = context_transition(c, u, UPDATE_COMMITTING, PHASE_ROLLBACK, u->progress);
+		r = context_transition_setting(c, u, &u->error, reason, NULL, false,
+		                               UPDATE_COMMITTING, PHASE_ROLLBACK, u->progress);
 		if (r < 0)
 			return r;
 	}
@@ -119,10 +117,8 @@ int context_commit_fail(Context *c, Update *u, const char *reason) {
 	}
 	if (c->ops.cancel_requested && c->ops.cancel_requested(c, u, c->ops_userdata)) {
 		/* Asked for: the caller's Cancel, everything given back. */
-		r = update_add_stamp(u, "cancelled", false, c->boot_id);
-		if (r < 0)
-			return r;
-		r = context_transition(c, u, UPDATE_CANCELLED, PHASE_CANCELLED, 100);
+		r = context_transition_stamped(c, u, "cancelled", false, UPDATE_CANCELLED,
+		                               PHASE_CANCELLED, 100);
 		if (r < 0)
 			return r;
 		return context_finish(c, u, "cancelled");
@@ -169,13 +165,8 @@ int context_complete(Context *c, Update *u) {
 	int r;
 
 	if (u->state == UPDATE_COMMITTING) {
-		r = update_set_string(&u->booted_kernel, c->running_kernel);
-		if (r < 0)
-			return r;
-		r = update_add_stamp(u, "booted", true, c->boot_id);
-		if (r < 0)
-			return r;
-		r = context_transition(c, u, UPDATE_COMPLETING, PHASE_POST_BOOT, 95);
+		r = context_transition_setting(c, u, &u->booted_kernel, c->running_kernel, "booted",
+		                               true, UPDATE_COMPLETING, PHASE_POST_BOOT, 95);
 		if (r < 0)
 			return r;
 	}
@@ -189,10 +180,7 @@ int context_complete(Context *c, Update *u) {
 		return context_mark_failed(c, u, why ?: "a post-boot step failed");
 	}
 
-	r = update_add_stamp(u, "completed", false, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_DONE, PHASE_DONE, 100);
+	r = context_transition_stamped(c, u, "completed", false, UPDATE_DONE, PHASE_DONE, 100);
 	if (r < 0)
 		return r;
 	log_event(LOG_INFO, LOG_MID_COMPLETED, u->id, "Update %s completed: now running %s.", u->id,
@@ -237,10 +225,7 @@ int context_handoff(Context *c, Update *u, const char *stamp) {
 	r = context_decide_shutdown(c, u);
 	if (r < 0)
 		return r;
-	r = update_add_stamp(u, stamp, true, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF, 90);
+	r = context_transition_stamped(c, u, stamp, true, UPDATE_COMMITTING, PHASE_HANDOFF, 90);
 	if (r == -ECANCELED)
 		return r;
 	if (r < 0)
@@ -264,6 +249,38 @@ int context_handoff(Context *c, Update *u, const char *stamp) {
 	return 0;
 }
 
+/* The staged update u becomes committing with the policy's mode, reason and decisions; if
+ * that cannot be persisted, u is left exactly as it was (no stamp, no decisions). */
+static int commit_begin_transition(Context *c, Update *u, HandoffMode mode, char **why,
+                                   json_object **decisions) {
+	HandoffMode old_mode = u->handoff;
+	char *old_reason = u->handoff_reason;
+	json_object *old_decisions = u->decisions;
+	int r;
+
+	u->handoff = mode;
+	u->handoff_reason = TAKE_PTR(*why);
+	if (c->commit_check)
+		u->decisions = TAKE_PTR(*decisions);
+	r = context_transition_stamped(c, u, "commit-requested", true, UPDATE_COMMITTING,
+	                               PHASE_PRE_HANDOFF, 10);
+	if (r < 0 && r != -ECANCELED) {
+		/* Back to the caller's cleanup: what was taken, freed there. */
+		*why = u->handoff_reason;
+		u->handoff_reason = old_reason;
+		u->handoff = old_mode;
+		if (c->commit_check) {
+			*decisions = u->decisions;
+			u->decisions = old_decisions;
+		}
+		return r;
+	}
+	free(old_reason);
+	if (c->commit_check)
+		json_object_put(old_decisions);
+	return r;
+}
+
 int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error) {
 	_cleanup_(json_object_putp) json_object *decisions = NULL;
 	_cleanup_free_ char *why = NULL, *refusal = NULL;
@@ -279,10 +296,6 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 		return sd_bus_error_setf(error, UPGRADE_ERROR_POLICY_REFUSED,
 		                         "The policy refuses to commit update %s: %s", u->id,
 		                         refusal ?: "(no reason given)");
-	if (c->commit_check) {
-		json_object_put(u->decisions);
-		u->decisions = TAKE_PTR(decisions);
-	}
 
 	/* The staged image was built verified; the decision may switch it (no I/O,
 	 * no hashing: the digests were recorded at stage). */
@@ -295,18 +308,16 @@ int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error 
 			        handoff_mode_to_string(mode), strerror(-r));
 	}
 
-	free(u->handoff_reason);
-	u->handoff = mode;
-	u->handoff_reason = TAKE_PTR(why);
-	r = update_add_stamp(u, "commit-requested", true, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_COMMITTING, PHASE_PRE_HANDOFF, 10);
+	r = commit_begin_transition(c, u, mode, &why, &decisions);
 	if (r == -ECANCELED)
 		return r;
-	if (r < 0)
+	if (r < 0) {
+		/* Still staged: the image goes back to the mode stage built it in. */
+		if (c->backend->set_mode && mode != HANDOFF_MODE_VERIFIED)
+			(void)c->backend->set_mode(c->root, HANDOFF_MODE_VERIFIED);
 		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
 		                         "Cannot write the update record: %s.", strerror(-r));
+	}
 	log_event(LOG_INFO, LOG_MID_COMMIT, u->id, "Update %s: commit to %s began (handoff %s).",
 	          u->id, u->kernel_version, handoff_mode_to_string(u->handoff));
 	*ret = u;
@@ -352,8 +363,8 @@ void context_handoff_result(Context *c, Update *u, int r, const char *why) {
 		return;
 	}
 	/* Past the point of no return. Best effort: the system is going down. */
-	(void)update_add_stamp(u, "handoff-requested", true, c->boot_id);
-	(void)context_transition(c, u, UPDATE_COMMITTING, PHASE_HANDOFF_REQUESTED, 100);
+	(void)context_transition_stamped(c, u, "handoff-requested", true, UPDATE_COMMITTING,
+	                                 PHASE_HANDOFF_REQUESTED, 100);
 }
 
 int context_abort_stuck(Context *c, Update *u) {
@@ -381,10 +392,8 @@ int context_cancel(Context *c, const char *id, sd_bus_error *error) {
 		                         "Update %s is %s: nothing left to cancel.", u->id,
 		                         update_state_to_string(u->state));
 
-	r = update_add_stamp(u, "cancelled", false, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_CANCELLED, PHASE_CANCELLED, 100);
+	r = context_transition_stamped(c, u, "cancelled", false, UPDATE_CANCELLED, PHASE_CANCELLED,
+	                               100);
 	if (r == -ECANCELED)
 		return r;
 	if (r < 0)

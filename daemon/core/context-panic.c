@@ -58,6 +58,28 @@ static const char *pre_handoff_missing(Context *c, const Update *u) {
 	return NULL;
 }
 
+/* The crash kernel takes u over: where from, in which boot, stamped and persisted. If that
+ * cannot be persisted, u is left as it was, so the next attempt takes it over again. */
+static int panic_take_over(Context *c, Update *u) {
+	_cleanup_free_ char *old_from = TAKE_PTR(u->panic_from_phase),
+	                    *old_boot = TAKE_PTR(u->panic_boot_id);
+	int r;
+
+	if (update_set_string(&u->panic_from_phase, u->phase) < 0 ||
+	    update_set_string(&u->panic_boot_id, c->boot_id) < 0)
+		r = -ENOMEM;
+	else
+		r = context_transition_stamped(c, u, "panic-recovery", true, UPDATE_COMMITTING,
+		                               PHASE_PANIC_HANDOFF, 90);
+	if (r < 0 && r != -ECANCELED) {
+		free(u->panic_from_phase);
+		free(u->panic_boot_id);
+		u->panic_from_phase = TAKE_PTR(old_from);
+		u->panic_boot_id = TAKE_PTR(old_boot);
+	}
+	return r;
+}
+
 /*
  * On the crash kernel: take u over where the old kernel's crash left it. The
  * staged files are read again and must match the stage-time digests; the image
@@ -79,13 +101,7 @@ static int context_panic_handoff(Context *c, Update *u) {
 		log_notice("Update %s: the old kernel crashed in phase '%s'; taking over on "
 		           "the crash kernel.",
 		           u->id, u->phase);
-		if (update_set_string(&u->panic_from_phase, u->phase) < 0 ||
-		    update_set_string(&u->panic_boot_id, c->boot_id) < 0)
-			return -ENOMEM;
-		r = update_add_stamp(u, "panic-recovery", true, c->boot_id);
-		if (r < 0)
-			return r;
-		r = context_transition(c, u, UPDATE_COMMITTING, PHASE_PANIC_HANDOFF, 90);
+		r = panic_take_over(c, u);
 		if (r < 0)
 			return r;
 	}

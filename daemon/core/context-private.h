@@ -14,6 +14,7 @@
  *   context-commit.c   the commit run, the hooks, the handoff, cancel
  *   context-recover.c  recovery on every start
  *   context-panic.c    the panic path on the crash kernel
+ *   context-leftovers.c removing the temporary files an interrupted write left
  *   context-retention.c pruning the records and reports of old finished updates
  */
 
@@ -85,6 +86,11 @@ int context_record_path(Context *c, const char *id, char **ret);
  * (context-retention.c); called by context_load() once the records are sorted. */
 int context_prune(Context *c);
 
+/* Removes the regular files "<id>.json.tmpXXXXXX" an interrupted write left in the state
+ * directory's sub (updates, reports), each logged; nothing when sub is not a directory of
+ * ours alone. Returns how many went. */
+int context_remove_leftovers(Context *c, const char *sub);
+
 int context_save_memmap(Context *c, Update *u);
 
 int context_persist(Context *c, Update *u);
@@ -93,6 +99,16 @@ void context_notify_update(Context *c, Update *u);
 
 int context_transition(Context *c, Update *u, UpdateState state, const char *phase,
                        unsigned progress);
+/* context_transition() that also appends the phase stamp `stamp` (NULL: none); a
+ * transition that could not be persisted leaves no stamp behind (the history says only
+ * what reached the disk). */
+int context_transition_stamped(Context *c, Update *u, const char *stamp, bool with_tsc,
+                               UpdateState state, const char *phase, unsigned progress);
+/* The same with the string *field set to a copy of value (NULL: cleared) first; restored
+ * when the transition could not be persisted. field NULL: nothing set. */
+int context_transition_setting(Context *c, Update *u, char **field, const char *value,
+                               const char *stamp, bool with_tsc, UpdateState state,
+                               const char *phase, unsigned progress);
 
 int context_write_report(Context *c, Update *u);
 

@@ -182,6 +182,40 @@ int context_transition(Context *c, Update *u, UpdateState state, const char *pha
 	return r;
 }
 
+int context_transition_stamped(Context *c, Update *u, const char *stamp, bool with_tsc,
+                               UpdateState state, const char *phase, unsigned progress) {
+	int r = 0;
+
+	if (stamp)
+		r = update_add_stamp(u, stamp, with_tsc, c->boot_id);
+	if (r < 0)
+		return r;
+	r = context_transition(c, u, state, phase, progress);
+	if (stamp && r < 0 && r != -ECANCELED)
+		update_drop_last_stamp(u);
+	return r;
+}
+
+int context_transition_setting(Context *c, Update *u, char **field, const char *value,
+                               const char *stamp, bool with_tsc, UpdateState state,
+                               const char *phase, unsigned progress) {
+	_cleanup_free_ char *old = NULL;
+	int r;
+
+	if (!field)
+		return context_transition_stamped(c, u, stamp, with_tsc, state, phase, progress);
+	if (value && !(value = strdup(value)))
+		return -ENOMEM;
+	old = *field;
+	*field = (char *)value;
+	r = context_transition_stamped(c, u, stamp, with_tsc, state, phase, progress);
+	if (r < 0 && r != -ECANCELED) {
+		free(*field);
+		*field = TAKE_PTR(old);
+	}
+	return r;
+}
+
 int context_write_report(Context *c, Update *u) {
 	_cleanup_(json_object_putp) json_object *o = NULL;
 	_cleanup_free_ char *path = NULL, *dir = NULL;
@@ -236,15 +270,8 @@ int context_finish(Context *c, Update *u, const char *result) {
 int context_mark_failed(Context *c, Update *u, const char *why) {
 	int r;
 
-	if (why) {
-		r = update_set_string(&u->error, why);
-		if (r < 0)
-			return r;
-	}
-	r = update_add_stamp(u, "failed", false, c->boot_id);
-	if (r < 0)
-		return r;
-	r = context_transition(c, u, UPDATE_FAILED, PHASE_FAILED, 100);
+	r = context_transition_setting(c, u, why ? &u->error : NULL, why, "failed", false,
+	                               UPDATE_FAILED, PHASE_FAILED, 100);
 	if (r < 0)
 		return r;
 	return context_finish(c, u, "failed");
@@ -296,6 +323,8 @@ int context_load(Context *c) {
 
 	if (asprintf(&dir, "%s/updates", c->state_dir) < 0)
 		return -ENOMEM;
+	(void)context_remove_leftovers(c, "updates");
+	(void)context_remove_leftovers(c, "reports");
 	d = opendir(dir);
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
@@ -305,7 +334,7 @@ int context_load(Context *c) {
 		int r;
 
 		if (n != UPDATE_ID_LEN + 5 || !streq(de->d_name + UPDATE_ID_LEN, ".json"))
-			continue; /* temporary files of an interrupted write, strangers */
+			continue; /* strangers (context_remove_leftovers() took the temporaries) */
 		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
 			closedir(d);
 			return -ENOMEM;

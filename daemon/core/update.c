@@ -165,6 +165,13 @@ int update_add_stamp(Update *u, const char *name, bool with_tsc, const char *boo
 	return 0;
 }
 
+void update_drop_last_stamp(Update *u) {
+	if (u->n_stamps == 0)
+		return;
+	free(u->stamps[--u->n_stamps].name);
+	u->stamps[u->n_stamps].name = NULL;
+}
+
 const UpdateStamp *update_find_stamp(const Update *u, const char *name) {
 	for (size_t i = u->n_stamps; i > 0; i--)
 		if (streq(u->stamps[i - 1].name, name))

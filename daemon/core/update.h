@@ -126,6 +126,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Update *, update_free);
 int update_set_string(char **field, const char *value);
 /* Appends a phase stamp taken now; boot_id names the boot it belongs to. */
 int update_add_stamp(Update *u, const char *name, bool with_tsc, const char *boot_id);
+/* Takes back the stamp update_add_stamp() appended last (its transition failed). */
+void update_drop_last_stamp(Update *u);
 const UpdateStamp *update_find_stamp(const Update *u, const char *name);
 bool update_hook_done(const Update *u, const char *key);
 

@@ -5,41 +5,10 @@
 #include <string.h>
 
 #include "cmdline.h"
+#include "kernel-cmdline.h"
 #include "macros.h"
 #include "string-util.h"
 #include "upgrade-bus.h"
-
-/* A space to the kernel's next_arg(): its isspace() (lib/ctype.c) takes the six ASCII
- * spaces and Latin-1's no-break space 0xa0. */
-static bool is_kernel_space(char c) {
-	return c == ' ' || (c >= '\t' && c <= '\r') || (unsigned char)c == 0xa0;
-}
-
-/* Finds the next word of a kernel command line the way the kernel's
- * next_arg() does: whitespace separates, double quotes group. Returns false at
- * the end; -EINVAL via *unbalanced when a quote is never closed. */
-static bool next_word(const char **p, const char **ret_start, size_t *ret_len, bool *unbalanced) {
-	const char *s = *p, *start;
-	bool quoted = false;
-
-	while (is_kernel_space(*s))
-		s++;
-	if (*s == '\0')
-		return false;
-	start = s;
-	for (; *s; s++) {
-		if (*s == '"')
-			quoted = !quoted;
-		else if (!quoted && is_kernel_space(*s))
-			break;
-	}
-	if (quoted)
-		*unbalanced = true;
-	*ret_start = start;
-	*ret_len = (size_t)(s - start);
-	*p = s;
-	return true;
-}
 
 /* The parameter name of a word, quotes removed the way the kernel does it for a
  * leading quote ("foo=bar" and "foo"=bar both name foo). */
@@ -82,7 +51,7 @@ int cmdline_validate(const char *s, sd_bus_error *error) {
 		                         "Command line contains '%s' or 'upgraded.panic=': they "
 		                         "are set by upgraded itself, even inside a value.",
 		                         PURGATORY_STAMPS_KEY);
-	while (next_word(&p, &w, &n, &unbalanced)) {
+	while (kernel_cmdline_next_word(&p, &w, &n, &unbalanced)) {
 		char q[ESCAPE_CUT_SIZE(64)];
 
 		if (word_has_prefix(w, n, CMDLINE_RESERVED_PREFIX))
@@ -95,6 +64,14 @@ int cmdline_validate(const char *s, sd_bus_error *error) {
 	if (unbalanced)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
 		                         "Command line has an unbalanced double quote.");
+	/* upgraded's own parameters follow the caller's words: after a "--" the kernel would
+	 * hand them to init, and the next kernel would boot without them. */
+	if (kernel_cmdline_has_init_separator(s))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_CMDLINE,
+		                         "Command line contains '" KERNEL_CMDLINE_INIT_SEPARATOR
+		                         "': the words after it go to init, and the parameters "
+		                         "upgraded adds at the end would go with them. Pass init's "
+		                         "arguments another way (e.g. init=, systemd.unit=).");
 	return 0;
 }
 
@@ -109,7 +86,7 @@ int cmdline_strip_for_reuse(const char *s, char **ret) {
 	out = malloc(strlen(s) + 1);
 	if (!out)
 		return -ENOMEM;
-	while (next_word(&p, &w, &n, &unbalanced)) {
+	while (kernel_cmdline_next_word(&p, &w, &n, &unbalanced)) {
 		if (word_has_prefix(w, n, CMDLINE_RESERVED_PREFIX) ||
 		    word_has_prefix(w, n, "BOOT_IMAGE="))
 			continue;
@@ -130,7 +107,7 @@ bool cmdline_has_word(const char *s, const char *word) {
 
 	if (!s || !word)
 		return false;
-	while (next_word(&p, &w, &n, &unbalanced))
+	while (kernel_cmdline_next_word(&p, &w, &n, &unbalanced))
 		if (n == strlen(word) && strncmp(w, word, n) == 0)
 			return true;
 	return false;

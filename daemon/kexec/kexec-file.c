@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "kernel-cmdline.h"
 #include "kexec-backend.h"
 #include "loader.h"
 #include "log.h"
@@ -96,6 +97,9 @@ static int file_load(const char *root, const KexecImage *image) {
 
 	if (image->kernel_fd < 0)
 		return -EBADF;
+	/* The mark follows the caller's words: after a "--" it would be init's (loader.c). */
+	if (kernel_cmdline_has_init_separator(cmdline))
+		return -EINVAL;
 	if (image->initrd_fd < 0)
 		flags |= KEXEC_FILE_NO_INITRAMFS;
 	/* The crash image carries the panic mark, as our loader's does: the crash kernel must

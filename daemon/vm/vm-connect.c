@@ -29,47 +29,122 @@ static usec_t libvirt_wait_usec = VM_LIBVIRT_WAIT_DEFAULT;
 static bool event_loop_running;
 static unsigned detached_calls; /* threads of detached calls not finished yet */
 
-typedef struct OpenCall {
+/*
+ * A call made on a thread of its own, that the caller waits for at most until a deadline. The
+ * caller and the thread each hold a reference; when the caller gave up, the thread frees the
+ * call's data (free_data) once the call returned.
+ */
+typedef struct DetachedCall {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	unsigned refs;
+	bool done;
+	void (*fn)(void *data);
+	void *data;
+	void (*free_data)(void *data);
+} DetachedCall;
+
+static void detached_call_unref(DetachedCall *d) {
+	bool last;
+
+	pthread_mutex_lock(&d->lock);
+	last = --d->refs == 0;
+	pthread_mutex_unlock(&d->lock);
+	if (!last)
+		return;
+	if (d->data && d->free_data)
+		d->free_data(d->data);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+	free(d);
+}
+
+static void *detached_thread(void *arg) {
+	DetachedCall *d = arg;
+
+	d->fn(d->data);
+	pthread_mutex_lock(&d->lock);
+	d->done = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	detached_call_unref(d);
+	vm_detached_end();
+	return NULL;
+}
+
+/* fn(data) on a thread of its own, waited for at most timeout. 0: it returned, data is the
+ * caller's again; -ETIMEDOUT: data belongs to the thread, which frees it (free_data) when fn
+ * returned; another -errno: nothing ran, data is the caller's. */
+static int call_detached(void (*fn)(void *data), void *data, void (*free_data)(void *data),
+                         usec_t timeout) {
+	usec_t deadline = vm_now(CLOCK_MONOTONIC) + timeout;
+	struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000ULL),
+		               .tv_nsec = (long)(deadline % 1000000ULL) * 1000L };
+	pthread_condattr_t attr;
+	pthread_t thread;
+	DetachedCall *d;
+	int r = 0, k;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	*d = (DetachedCall){ .refs = 2, .fn = fn, .data = data, .free_data = free_data };
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	vm_detached_begin();
+	k = pthread_create(&thread, NULL, detached_thread, d);
+	if (k != 0) {
+		vm_detached_end();
+		d->data = NULL;
+		d->refs = 1;
+		detached_call_unref(d);
+		return -k;
+	}
+	pthread_detach(thread);
+
+	pthread_mutex_lock(&d->lock);
+	while (!d->done)
+		if (pthread_cond_timedwait(&d->cond, &d->lock, &ts) == ETIMEDOUT && !d->done)
+			break;
+	if (d->done)
+		d->data = NULL; /* the caller's again */
+	else
+		r = -ETIMEDOUT;
+	pthread_mutex_unlock(&d->lock);
+	detached_call_unref(d);
+	return r;
+}
+
+/* One virConnectOpen(): its answer, or the connection closed by whoever frees it last. */
+typedef struct OpenCall {
 	char *uri;
 	virConnectPtr conn;
 	char *error;
-	unsigned refs;
-	bool done, abandoned;
 } OpenCall;
 
-static void open_call_unref(OpenCall *o) {
-	bool last;
+static void open_call_free(void *data) {
+	OpenCall *o = data;
 
-	pthread_mutex_lock(&o->lock);
-	last = --o->refs == 0;
-	pthread_mutex_unlock(&o->lock);
-	if (!last)
-		return;
 	if (o->conn)
 		virConnectClose(o->conn);
 	free(o->uri);
 	free(o->error);
-	pthread_mutex_destroy(&o->lock);
-	pthread_cond_destroy(&o->cond);
 	free(o);
 }
 
-static void *open_thread(void *arg) {
-	OpenCall *o = arg;
-	virConnectPtr c = vm_ops->connect_open(o->uri);
-	char *error = c ? NULL : strdup(vm_last_error());
+static void open_call_run(void *data) {
+	OpenCall *o = data;
 
-	pthread_mutex_lock(&o->lock);
-	o->conn = c; /* closed with o when the caller gave up */
-	o->error = error;
-	o->done = true;
-	pthread_cond_broadcast(&o->cond);
-	pthread_mutex_unlock(&o->lock);
-	open_call_unref(o);
-	vm_detached_end();
-	return NULL;
+	o->conn = vm_ops->connect_open(o->uri);
+	if (!o->conn)
+		o->error = strdup(vm_last_error());
+}
+
+static void close_call_run(void *data) {
+	virConnectClose(data);
 }
 
 static void *event_thread(void *arg) {
@@ -88,6 +163,19 @@ void vm_detached_end(void) {
 }
 
 /* ---- public entry points ---- */
+
+int vm_close_bounded(virConnectPtr conn, usec_t timeout) {
+	int r;
+
+	if (!conn)
+		return 0;
+	r = call_detached(close_call_run, conn, NULL, timeout);
+	if (r < 0 && r != -ETIMEDOUT) {
+		virConnectClose(conn); /* no thread: closed here, unbounded */
+		return 0;
+	}
+	return r;
+}
 
 int vm_wait_detached(usec_t timeout) {
 	usec_t deadline = vm_now(CLOCK_MONOTONIC) + timeout;
@@ -136,53 +224,28 @@ int vm_event_loop_start(void) {
 }
 
 int vm_connect(const char *uri, virConnectPtr *ret, char **ret_error) {
-	usec_t deadline = vm_now(CLOCK_MONOTONIC) + call_timeout_usec;
-	struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000ULL),
-		               .tv_nsec = (long)(deadline % 1000000ULL) * 1000L };
-	pthread_condattr_t attr;
-	pthread_t thread;
 	OpenCall *o;
-	int r = 0, k;
+	int r;
 
 	o = calloc(1, sizeof(*o));
 	if (!o || !(o->uri = strdup(uri))) {
 		free(o);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&o->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&o->cond, &attr);
-	pthread_condattr_destroy(&attr);
-	o->refs = 2;
-	vm_detached_begin();
-	k = pthread_create(&thread, NULL, open_thread, o);
-	if (k != 0) {
-		vm_detached_end();
-		o->refs = 1;
-		open_call_unref(o);
-		return -k;
-	}
-	pthread_detach(thread);
-
-	pthread_mutex_lock(&o->lock);
-	while (!o->done)
-		if (pthread_cond_timedwait(&o->cond, &o->lock, &ts) == ETIMEDOUT && !o->done)
-			break;
-	if (!o->done) {
-		o->abandoned = true;
-		r = -ETIMEDOUT;
+	r = call_detached(open_call_run, o, open_call_free, call_timeout_usec);
+	if (r == -ETIMEDOUT) {
 		if (ret_error && asprintf(ret_error, "libvirtd did not answer within %.1f s",
 		                          (double)call_timeout_usec / 1e6) < 0)
 			*ret_error = NULL;
-	} else if (!o->conn) {
+		return r; /* o is the thread's now */
+	}
+	if (r >= 0 && !o->conn) {
 		r = -ECONNREFUSED;
 		if (ret_error)
 			*ret_error = strdup(strna(o->error));
-	} else
+	} else if (r >= 0)
 		*ret = TAKE_PTR(o->conn);
-	pthread_mutex_unlock(&o->lock);
-	open_call_unref(o);
+	open_call_free(o);
 	if (r < 0)
 		return r;
 

@@ -46,6 +46,17 @@ VmWiring *vms_free(VmWiring *w) {
 	return NULL;
 }
 
+int vms_close(VmWiring *w, uint64_t timeout) {
+	virConnectPtr conn;
+
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->conn_lock);
+	conn = TAKE_PTR(w->conn);
+	pthread_mutex_unlock(&w->conn_lock);
+	return vm_close_bounded(conn, timeout);
+}
+
 /* ---- helpers ---- */
 
 /* libvirt reports every error here instead of printing it to stderr. */

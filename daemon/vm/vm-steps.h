@@ -22,6 +22,9 @@ typedef struct VmWiring VmWiring;
  * only when a step needs it. Routes libvirt's errors to our log. */
 int vms_attach(Context *c, const char *uri, VmWiring **ret);
 VmWiring *vms_free(VmWiring *w);
+/* Closes the shared libvirt connection, waiting at most timeout (vm_close_bounded()): for the
+ * daemon's exit, which must keep the deadline it announced. 0 or -ETIMEDOUT. */
+int vms_close(VmWiring *w, uint64_t timeout);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VmWiring *, vms_free);
 
 /* `upgradectl restore-vm NAME`: restores one VM from its kept managed save image and

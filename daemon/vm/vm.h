@@ -352,6 +352,10 @@ usec_t vm_libvirt_wait(void);
 usec_t vm_call_timeout(void);
 int vm_event_loop_start(void);
 int vm_connect(const char *uri, virConnectPtr *ret, char **ret_error);
+/* Closes conn (takes it) on a thread of its own, waiting at most timeout: closing sends
+ * libvirtd a call, which a mute libvirtd answers only when the keepalive gives up. 0, or
+ * -ETIMEDOUT with the close still in flight (the caller is leaving: the process exit ends it). */
+int vm_close_bounded(virConnectPtr conn, usec_t timeout);
 /*
  * Calls a caller stopped waiting for (a connection, a pause) finish on threads of their own,
  * holding a reference on the connection until they do. Waits until none is left, at most

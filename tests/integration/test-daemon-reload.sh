@@ -8,7 +8,8 @@
 #      configuration directory (exit 0) but fails on a missing --root;
 #   2. Reload() at rest applies a changed setting (Describe() and the next commit's decision
 #      show it); a configuration with errors is refused with InvalidConfig naming file:line,
-#      and the previous policy stays in effect;
+#      and the previous policy stays in effect; bytes that are not UTF-8 are quoted as \xNN
+#      in Reload()'s InvalidConfig and in --check-config, FILE:LINE kept;
 #   3. a commit past its handoff record (recorded kexec request: phase handoff-requested):
 #      Reload() is refused with Busy; Stage and Cancel both name `upgradectl cancel ID`;
 #      while the kexec request stands, Cancel is refused and says what to stop first;
@@ -83,6 +84,23 @@ expect_fail "Reload of a broken configuration -> InvalidConfig naming file:line"
         "upgraded.conf:5: Unknown key Bogus= in \[VM\]" reload
 check "... and the previous policy stays (SaveParallel=5)" test "$(policy_get "['vm']['save_parallel']")" = 5
 check "the refusal is logged" grep -q "Reload refused, the previous policy stays in effect" "$T/daemon-main.log"
+# Bytes that are not UTF-8: the named error, FILE:LINE, the bytes quoted as \xNN.
+printf '[VM]\nSaveParallel=6\nBog\377us=1\n' >"$CONF"
+reload_named() {
+        dbus-send --system --print-reply --dest=org.upgraded.Upgrade1 /org/upgraded/Upgrade1 \
+                org.upgraded.Upgrade1.Manager.Reload
+}
+expect_fail "Reload of a file with a byte that is not UTF-8 -> InvalidConfig" 1 \
+        "org.upgraded.Upgrade1.Error.InvalidConfig" reload_named
+check "... naming file:line with the byte escaped" \
+        grep -qF 'upgraded.conf:3: Unknown key Bog\xffus= in [VM]' "$T/err"
+check "... and the previous policy stays (SaveParallel=5)" test "$(policy_get "['vm']['save_parallel']")" = 5
+"$UPGRADED" --root="$ROOT" --check-config >"$T/check.out" 2>&1
+rc=$?
+check "--check-config of that file fails" test "$rc" -ne 0
+check "... naming file:line with the byte escaped" \
+        grep -qF 'upgraded.conf:3: Unknown key Bog\xffus= in [VM]' "$T/check.out"
+check "... and never prints the raw byte" bash -c "! LC_ALL=C grep -q \$'\\xff' '$T/check.out'"
 printf '[Handoff]\nMode=auto\n[VM]\nSaveParallel=5\n' >"$CONF"
 check "Reload back to Mode=auto" reload
 
