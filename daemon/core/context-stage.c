@@ -362,6 +362,42 @@ static int stage_persist_load(Context *c, Update *u, KexecImage *img, const vola
 	return 0;
 }
 
+typedef struct KdumpLater {
+	Context *context;
+	char id[UPDATE_ID_LEN + 1];
+} KdumpLater;
+
+static void kdump_later_run(void *userdata) {
+	KdumpLater *k = userdata;
+	Update *u = context_find(k->context, k->id);
+
+	if (u && u->state == UPDATE_STAGED)
+		context_prepare_kdump(k->context, u);
+}
+
+/* kdump's initrd for the staged kernel is built by a job of its own, started from the loop:
+ * on Stage's worker it would be built inline and hold the Stage's answer (up to 20 min). */
+static void stage_prepare_kdump(Context *c, Update *u) {
+	KdumpLater *k;
+
+	if (job_on_loop()) {
+		context_prepare_kdump(c, u);
+		return;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		log_oom();
+		return;
+	}
+	k->context = c;
+	snprintf(k->id, sizeof(k->id), "%s", u->id);
+	if (job_defer(kdump_later_run, k, free) < 0) {
+		log_warning("Cannot build kdump's initrd for %s ahead: the loop is gone.",
+		            u->kernel_version);
+		free(k);
+	}
+}
+
 int context_stage_finish(Context *c, StagePlan *p, const volatile bool *cancel, Update **ret,
                          sd_bus_error *error) {
 	_cleanup_(update_freep) Update *u = NULL;
@@ -404,7 +440,7 @@ int context_stage_finish(Context *c, StagePlan *p, const volatile bool *cancel, 
 	c->active = staged;
 	log_event(LOG_INFO, LOG_MID_STAGED, staged->id, "Staged update %s: kernel %s (%s).",
 	          staged->id, staged->kernel.path, staged->kernel_version);
-	context_prepare_kdump(c, staged);
+	stage_prepare_kdump(c, staged);
 	if (c->ops.update_added)
 		c->ops.update_added(c, staged, c->ops_userdata);
 	if (c->ops.manager_changed)
