@@ -286,6 +286,16 @@ static void assert_no_record(World *w) {
 	closedir(d);
 }
 
+/* context_stage_finish() of p ends Cancelled, with no record and nothing loaded. */
+static void assert_finish_cancelled(World *w, Context *c, StagePlan *p, Update **u) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	assert_true(context_stage_finish(c, p, &cancel_flag, u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_CANCELLED));
+	assert_no_record(w);
+	assert_false(c->backend->is_loaded(w->root, 0) > 0);
+}
+
 /* Stage in its three steps (the bus runs them as a job): a cancel before the record, or
  * during the load, leaves no record, nothing loaded and nothing active; else it stages
  * the update under the id chosen first. */
@@ -305,12 +315,8 @@ static void test_context_stage_in_steps_and_cancelled(void **state) {
 	cancel_flag = false;
 	assert_int_equal(stage_plan_hash(p, &cancel_flag, &e), 0);
 	cancel_flag = true;
-	assert_true(context_stage_finish(c, p, &cancel_flag, &u, &e) < 0);
-	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_CANCELLED));
-	sd_bus_error_free(&e);
+	assert_finish_cancelled(w, c, p, &u);
 	p = stage_plan_free(p);
-	assert_no_record(w);
-	assert_false(c->backend->is_loaded(w->root, 0) > 0);
 
 	/* Cancelled while the backend loads: unloaded, the record removed. */
 	c->backend = &cancelling;
@@ -318,12 +324,8 @@ static void test_context_stage_in_steps_and_cancelled(void **state) {
 	cancel_flag = false;
 	assert_int_equal(context_stage_prepare(c, &req, &p, &e), 0);
 	assert_int_equal(stage_plan_hash(p, &cancel_flag, &e), 0);
-	assert_true(context_stage_finish(c, p, &cancel_flag, &u, &e) < 0);
-	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_CANCELLED));
-	sd_bus_error_free(&e);
+	assert_finish_cancelled(w, c, p, &u);
 	p = stage_plan_free(p);
-	assert_no_record(w);
-	assert_false(c->backend->is_loaded(w->root, 0) > 0);
 	assert_null(c->active);
 	assert_null(u);
 
