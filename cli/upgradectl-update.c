@@ -52,6 +52,10 @@ static int follow_exit_code(FollowOutcome o) {
 
 /* ---- verbs ---- */
 
+/* Stage answers once the files are read and the image loaded: up to 1.25 GiB (the kernel and
+ * initrd limits, docs/dbus-api.md) from a slow disk, more than sd-bus's default 25 s. */
+#define STAGE_CALL_TIMEOUT_USEC (300ULL * 1000000ULL)
+
 int verb_stage(sd_bus *bus, char **args, unsigned n) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
@@ -73,7 +77,7 @@ int verb_stage(sd_bus *bus, char **args, unsigned n) {
 		            : sd_bus_message_append(m, "a{sv}", 0);
 	if (r < 0)
 		return cli_fail_bus("Building the request failed", NULL, r);
-	r = sd_bus_call(bus, m, 0, &e, &reply);
+	r = sd_bus_call(bus, m, STAGE_CALL_TIMEOUT_USEC, &e, &reply);
 	if (r < 0)
 		return cli_fail_bus("Stage failed", &e, r);
 	r = sd_bus_message_read(reply, "so", &id, &path);

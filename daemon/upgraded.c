@@ -486,6 +486,8 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 	if (mgr->commit_job && context_active(mgr->context) &&
 	    streq(context_active(mgr->context)->phase, PHASE_PRE_HANDOFF))
 		job_cancel(mgr->commit_job);
+	/* A Stage only reads files: it stops at once, leaving nothing. */
+	job_cancel(mgr->stage_job);
 	return sd_event_add_time(e, NULL, CLOCK_MONOTONIC, now + STOP_POLL_USEC, STOP_POLL_ACCURACY,
 	                         on_stop_poll, mgr);
 }
@@ -715,6 +717,7 @@ static int run(int argc, char *argv[]) {
 	sd_event_source_disable_unref(extend);
 	free(mgr.commit_id); /* the last commit's id, kept for BadState messages */
 	free(mgr.abort_id);
+	free(mgr.stage_id);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
 	return 0;

@@ -271,6 +271,88 @@ static void test_context_kexec_unavailable_is_named(void **state) {
 	context_free(c);
 }
 
+static volatile bool cancel_flag;
+
+/* The record backend's load, with a Cancel arriving while it reads. */
+static int load_then_cancel(const char *root, const KexecImage *img) {
+	int r = kexec_backend_record.load(root, img);
+
+	cancel_flag = true;
+	return r;
+}
+
+static void assert_no_record(World *w) {
+	_cleanup_free_ char *dir = NULL;
+	struct dirent *de;
+	DIR *d;
+
+	assert_true(asprintf(&dir, "%s/var/lib/upgraded/updates", w->root) > 0);
+	d = opendir(dir);
+	if (!d) {
+		assert_int_equal(errno, ENOENT); /* nothing was ever written */
+		return;
+	}
+	while ((de = readdir(d)))
+		assert_true(de->d_name[0] == '.');
+	closedir(d);
+}
+
+/* context_stage_finish() of p ends Cancelled, with no record and nothing loaded. */
+static void assert_finish_cancelled(World *w, Context *c, StagePlan *p, Update **u) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+	assert_true(context_stage_finish(c, p, &cancel_flag, u, &e) < 0);
+	assert_true(sd_bus_error_has_name(&e, UPGRADE_ERROR_CANCELLED));
+	assert_no_record(w);
+	assert_false(c->backend->is_loaded(w->root, 0) > 0);
+}
+
+/* Stage in its three steps (the bus runs them as a job): a cancel before the record, or
+ * during the load, leaves no record, nothing loaded and nothing active; else it stages
+ * the update under the id chosen first. */
+static void test_context_stage_in_steps_and_cancelled(void **state) {
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	StageRequest req = { .kernel = KERNEL, .initrd = "/boot/initrd.img", .cmdline = "" };
+	KexecBackend cancelling = kexec_backend_record;
+	World *w = *state;
+	Context *c = boot(w, OLD_KERNEL, BOOT_A, true);
+	StagePlan *p = NULL;
+	Update *u = NULL;
+
+	/* Finishing without the digests is a caller's bug. */
+	assert_int_equal(context_stage_prepare(c, &req, &p, &e), 0);
+	assert_int_equal(context_stage_finish(c, p, NULL, &u, &e), -EINVAL);
+	/* Cancelled before the record. */
+	cancel_flag = false;
+	assert_int_equal(stage_plan_hash(p, &cancel_flag, &e), 0);
+	cancel_flag = true;
+	assert_finish_cancelled(w, c, p, &u);
+	p = stage_plan_free(p);
+
+	/* Cancelled while the backend loads: unloaded, the record removed. */
+	c->backend = &cancelling;
+	cancelling.load = load_then_cancel;
+	cancel_flag = false;
+	assert_int_equal(context_stage_prepare(c, &req, &p, &e), 0);
+	assert_int_equal(stage_plan_hash(p, &cancel_flag, &e), 0);
+	assert_finish_cancelled(w, c, p, &u);
+	p = stage_plan_free(p);
+	assert_null(c->active);
+	assert_null(u);
+
+	/* Not cancelled: staged, under the id chosen at prepare. */
+	c->backend = &kexec_backend_record;
+	cancel_flag = false;
+	assert_int_equal(context_stage_prepare(c, &req, &p, &e), 0);
+	assert_int_equal(stage_plan_hash(p, &cancel_flag, &e), 0);
+	assert_int_equal(context_stage_finish(c, p, &cancel_flag, &u, &e), 0);
+	assert_string_equal(u->id, stage_plan_id(p));
+	assert_ptr_equal(c->active, u);
+	assert_true(c->backend->is_loaded(w->root, 0) > 0);
+	p = stage_plan_free(p);
+	context_free(c);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
@@ -279,6 +361,7 @@ int main(void) {
 		T(test_context_reuse_cmdline),
 		T(test_context_carries_memmap),
 		T(test_context_kexec_unavailable_is_named),
+		T(test_context_stage_in_steps_and_cancelled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,11 +57,32 @@ static void test_digest_file_bad_input(void **state) {
 	assert_non_null(digest_implementation());
 }
 
+/* The bounded digest: a file past the limit stops at the chunk that crosses it, a file at
+ * the limit passes, a raised cancel flag stops before the first read. */
+static void test_digest_file_bounded(void **state) {
+	char path[] = "/tmp/test-digest.XXXXXX", out[DIGEST_SHA256_HEX_SIZE];
+	_cleanup_close_ int fd = mkstemp(path);
+	_cleanup_free_ char *buf = calloc(1, 200000);
+	volatile bool cancel = false;
+	uint64_t size = 0;
+
+	assert_true(fd >= 0);
+	assert_non_null(buf);
+	unlink(path);
+	assert_int_equal(write(fd, buf, 200000), 200000);
+	assert_int_equal(digest_file_bounded(fd, 199999, NULL, out, &size), -EFBIG);
+	assert_int_equal(digest_file_bounded(fd, 200000, &cancel, out, &size), 0);
+	assert_int_equal(size, 200000);
+	cancel = true;
+	assert_int_equal(digest_file_bounded(fd, 200000, &cancel, out, &size), -ECANCELED);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_digest_file_known_answers),
 		cmocka_unit_test(test_digest_file_million_a),
 		cmocka_unit_test(test_digest_file_bad_input),
+		cmocka_unit_test(test_digest_file_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

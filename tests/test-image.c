@@ -202,6 +202,52 @@ static void test_image_open_rejects_bad_headers(void **state) {
 }
 
 /* Stages f's file (image_open) into an UpdateFile the way context_stage() records it. */
+/* Makes root/rel a sparse file of size bytes (none of them written). */
+static void make_sparse(Fixture *f, const char *rel, uint64_t size) {
+	_cleanup_free_ char *path = NULL;
+
+	assert_int_equal(test_write_file(f->root, rel, "x", 0644), 0);
+	assert_true(asprintf(&path, "%s%s", f->root, rel) > 0);
+	assert_int_equal(truncate(path, (off_t)size), 0);
+}
+
+/* Past the limit is refused on the size alone: a sparse 20 GiB initrd at once, by name. */
+static void test_image_open_rejects_too_large(void **state) {
+	Fixture *f = *state;
+	struct timespec t0, t1;
+
+	make_sparse(f, "/boot/initrd.huge", 20ULL << 30);
+	make_sparse(f, "/boot/initrd.over", IMAGE_INITRD_SIZE_MAX + 1);
+	make_sparse(f, "/boot/vmlinuz-huge", IMAGE_KERNEL_SIZE_MAX + 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	expect_error(f, "/boot/initrd.huge", IMAGE_INITRD, UPGRADE_ERROR_IMAGE_TOO_LARGE);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(t1.tv_sec - t0.tv_sec < 1); /* 20 GiB of zeroes take seconds to hash */
+	expect_error(f, "/boot/initrd.over", IMAGE_INITRD, UPGRADE_ERROR_IMAGE_TOO_LARGE);
+	expect_error(f, "/boot/vmlinuz-huge", IMAGE_KERNEL, UPGRADE_ERROR_IMAGE_TOO_LARGE);
+}
+
+/* image_open_unhashed() judges without a digest; image_hash() adds the one image_open()
+ * records, and stops on a raised cancel flag. */
+static void test_image_open_in_two_steps(void **state) {
+	_cleanup_(image_file_done) ImageFile a = { .fd = -EBADF }, b = { .fd = -EBADF };
+	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+	volatile bool cancel = true;
+	Fixture *f = *state;
+
+	assert_int_equal(test_write_file(f->root, "/boot/initrd.img", "initrd", 0644), 0);
+	assert_int_equal(image_open(&f->rules, "/boot/initrd.img", IMAGE_INITRD, &a, &e), 0);
+	assert_int_equal(image_open_unhashed(&f->rules, "/boot/initrd.img", IMAGE_INITRD, &b, &e),
+	                 0);
+	assert_string_equal(b.sha256, "");
+	assert_int_equal(b.size, 6);
+	assert_int_equal(image_hash(&b, IMAGE_INITRD, &cancel, &e), -ECANCELED);
+	assert_false(sd_bus_error_is_set(&e));
+	cancel = false;
+	assert_int_equal(image_hash(&b, IMAGE_INITRD, &cancel, &e), 0);
+	assert_string_equal(b.sha256, a.sha256);
+}
+
 static void stage_file(Fixture *f, const char *path, UpdateFile *ret) {
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
 	_cleanup_(image_file_done) ImageFile img = { .fd = -EBADF };
@@ -285,6 +331,8 @@ int main(void) {
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_image_unchanged_sees_replace_truncate_rewrite,
 		                                setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_rejects_too_large, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_open_in_two_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_open_rejects_bad_headers, setup,
 		                                teardown),
 	};

@@ -101,8 +101,16 @@ static void emit_object(Manager *mgr, Update *u, bool added) {
 	(void)(added ? sd_bus_emit_object_added : sd_bus_emit_object_removed)(mgr->bus, path);
 }
 
+static void update_added_on_loop(void *userdata) {
+	UpdateChanged *uc = userdata;
+
+	emit_object(uc->manager, uc->update, true);
+}
+
+/* Stage's job announces its update from the worker: InterfacesAdded goes out on the loop
+ * while the worker waits (u is not announced as active to anyone before). */
 static void on_update_added(Context *c, Update *u, void *userdata) {
-	emit_object(userdata, u, true);
+	job_defer_wait(update_added_on_loop, &(UpdateChanged){ .manager = userdata, .update = u });
 }
 
 /* On the loop (context_retain() runs there only), while the update is still listed: the

@@ -22,8 +22,8 @@
 
 /* Why the policy cannot change now, in error (Busy), or 0. A commit, its rollback and the
  * restores on the new kernel read the policy step by step (the VM plan, the shutdown mode):
- * they must end under the policy they began with. Any other job (the recovery, PlanCommit,
- * RestoreVM) holds it across libvirt calls. */
+ * they must end under the policy they began with. Any other job (the recovery, Stage,
+ * PlanCommit, RestoreVM) holds it across libvirt calls or file reads. */
 static int reload_busy(Manager *mgr, sd_bus_error *error) {
 	const Update *u = context_active(mgr->context);
 
@@ -41,7 +41,7 @@ static int reload_busy(Manager *mgr, sd_bus_error *error) {
 	if (job_count() > 0)
 		return sd_bus_error_setf(
 		        error, UPGRADE_ERROR_BUSY,
-		        "%u job(s) running (the recovery, PlanCommit or RestoreVM) "
+		        "%u job(s) running (the recovery, Stage, PlanCommit or RestoreVM) "
 		        "read the policy. Reload once they ended.",
 		        job_count());
 	return 0;

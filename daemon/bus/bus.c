@@ -114,51 +114,8 @@ static int property_get_update_string(sd_bus *bus, const char *path, const char 
 
 /* ---- methods ---- */
 
-static int stage_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *error) {
-	_cleanup_free_ char *path = NULL;
-	const char *kernel, *initrd, *cmdline;
-	StageRequest req = {};
-	StageOptions opts;
-	Update *u;
-	int r;
-
-	r = sd_bus_message_read(m, "sss", &kernel, &initrd, &cmdline);
-	if (r < 0)
-		return r;
-	r = bus_read_stage_options(m, &opts, error);
-	if (r < 0)
-		return r;
-	req.reuse_cmdline = opts.reuse_cmdline;
-	req.kernel = kernel;
-	req.initrd = initrd;
-	req.cmdline = cmdline;
-
-	r = context_stage(mgr->context, &req, &u, error);
-	if (r < 0)
-		return r;
-	r = update_object_path(u, &path);
-	if (r < 0)
-		return r;
-	return sd_bus_reply_method_return(m, "so", u->id, path);
-}
-
-static int method_stage(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-	Manager *mgr = userdata;
-	const char *kernel, *initrd, *cmdline;
-	int r;
-
-	/* 1. Read everything; option syntax is checked before asking anyone. */
-	r = sd_bus_message_read(m, "sss", &kernel, &initrd, &cmdline);
-	if (r < 0)
-		return r;
-	r = bus_read_stage_options(m, NULL, error);
-	if (r < 0)
-		return r;
-	/* 2. Authorize; 3. stage (files are only looked at for authorized callers). */
-	return bus_authorize(mgr, m, UPGRADE_POLKIT_ACTION_STAGE, stage_authorized, error);
-}
-
-/* ---- jobs: Commit, PlanCommit, RestoreVM run off the event loop (job.h) ---- */
+/* ---- jobs: Commit, PlanCommit, RestoreVM run off the event loop (job.h); Stage too
+ * (bus-stage.c) ---- */
 
 /* One method call answered by a job: the worker fills r/error/json, the loop replies. */
 typedef struct CallJob {
@@ -318,6 +275,9 @@ static int cancel_authorized(sd_bus_message *m, Manager *mgr, sd_bus_error *erro
 
 	r = sd_bus_message_read(m, "s", &id);
 	if (r < 0)
+		return r;
+	r = manager_cancel_staging(mgr, m, id);
+	if (r != 0)
 		return r;
 	r = context_lookup(mgr->context, id, &u, error);
 	if (r < 0)

@@ -28,6 +28,8 @@ typedef struct Manager {
 	Job *commit_job; /* the running commit (Cancel stops it), NULL: none */
 	char *commit_id;
 	char *abort_id; /* the stuck update Cancel is rolling back (bus-cancel.c), NULL: none */
+	Job *stage_job; /* the running Stage (bus-stage.c), NULL: none */
+	char *stage_id; /* the id its update will have */
 } Manager;
 
 /* What a method does once its caller is authorized (bus-polkit.c). */
@@ -43,6 +45,12 @@ int bus_authorize(Manager *mgr, sd_bus_message *m, const char *action, AuthConti
 /* Cancel() of update u, stuck in committing with no commit job running it: rolled back unless
  * the kexec is under way (bus-cancel.c). Returns 1 when the reply comes later. */
 int manager_cancel_stuck(Manager *mgr, sd_bus_message *m, Update *u, sd_bus_error *error);
+
+/* Stage(): checked on the loop, the files read and loaded by a job (bus-stage.c). */
+int method_stage(sd_bus_message *m, void *userdata, sd_bus_error *error);
+/* Cancel(id) of the update being staged ("": the one, when none is active): stops its job
+ * and answers; the Stage call then fails with Cancelled. 0 when id names no such update. */
+int manager_cancel_staging(Manager *mgr, sd_bus_message *m, const char *id);
 
 /* Reload(): the policy read again, refused while anything reads it (bus-reload.c). */
 int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error);

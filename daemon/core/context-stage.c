@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "handoff-facts.h"
 #include "image.h"
+#include "job.h"
 #include "json-util.h"
 #include "kexec-loader.h"
 #include "log.h"
@@ -105,8 +106,30 @@ static int stage_refuse_active(const Update *a, sd_bus_error *error) {
 	                         a->id, update_state_to_string(a->state), a->phase);
 }
 
-/* Step 1 of stage: validates the request and opens the files, touching nothing.
- * *ret_carried: the memmap= words carried over from the running command line. */
+struct StagePlan {
+	char *id;      /* the update's, chosen before the files are read */
+	char *cmdline; /* validated, with the memmap= words carried over */
+	char *carried; /* those words */
+	bool reuse_cmdline;
+	ImageFile kernel, initrd; /* open; digests once stage_plan_hash() ran */
+	bool hashed;
+};
+
+StagePlan *stage_plan_free(StagePlan *p) {
+	if (!p)
+		return NULL;
+	free(p->id);
+	free(p->cmdline);
+	free(p->carried);
+	image_file_done(&p->kernel);
+	image_file_done(&p->initrd);
+	free(p);
+	return NULL;
+}
+
+/* Step 1 of stage: validates the request and opens the files (reading no more than the
+ * kernel's header), touching nothing. *ret_carried: the memmap= words carried over from
+ * the running command line. */
 static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdline,
                           char **ret_carried, ImageFile *k, ImageFile *i, sd_bus_error *error) {
 	ImageRules rules = { .root = c->root,
@@ -140,11 +163,11 @@ static int stage_validate(Context *c, const StageRequest *req, char **ret_cmdlin
 	r = context_carry_memmap(running, &cmdline, ret_carried, error);
 	if (r < 0)
 		return r;
-	r = image_open(&rules, req->kernel, IMAGE_KERNEL, k, error);
+	r = image_open_unhashed(&rules, req->kernel, IMAGE_KERNEL, k, error);
 	if (r < 0)
 		return r;
 	if (req->initrd && *req->initrd) {
-		r = image_open(&rules, req->initrd, IMAGE_INITRD, i, error);
+		r = image_open_unhashed(&rules, req->initrd, IMAGE_INITRD, i, error);
 		if (r < 0)
 			return r;
 	}
@@ -167,18 +190,14 @@ static UpdateFile update_file_from_image(ImageFile *f) {
 	return uf;
 }
 
-/* Step 2 of stage: the new update's record, from the validated files (their paths and
- * the kernel's version move into it). */
-static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, ImageFile *i,
-                            char **cmdline, const char *carried, Update **ret) {
+/* Step 2 of stage: the new update's record, from the validated and hashed files (their
+ * paths and the kernel's version move into it). */
+static int stage_new_update(Context *c, StagePlan *p, Update **ret) {
 	_cleanup_(update_freep) Update *u = NULL;
-	_cleanup_free_ char *id = NULL;
+	ImageFile *k = &p->kernel, *i = &p->initrd;
 	int r;
 
-	r = update_id_new(&id);
-	if (r < 0)
-		return r;
-	u = update_new(id);
+	u = update_new(p->id);
 	if (!u)
 		return -ENOMEM;
 	u->kernel = update_file_from_image(k);
@@ -187,8 +206,8 @@ static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, I
 		return -ENOMEM;
 	if (i->path)
 		u->initrd = update_file_from_image(i);
-	u->cmdline = TAKE_PTR(*cmdline);
-	u->reuse_cmdline = req->reuse_cmdline;
+	u->cmdline = TAKE_PTR(p->cmdline);
+	u->reuse_cmdline = p->reuse_cmdline;
 	if (update_set_string(&u->backend, c->backend->name) < 0 ||
 	    update_set_string(&u->old_kernel, c->running_kernel) < 0)
 		return -ENOMEM;
@@ -202,7 +221,7 @@ static int stage_new_update(Context *c, const StageRequest *req, ImageFile *k, I
 	    c->backend->is_loaded(c->root, KEXEC_IMAGE_PANIC) > 0 &&
 	    update_set_string(&u->crash_image_before, context_crash_image_owner(c)) < 0)
 		return -ENOMEM;
-	r = context_kept_memory(c, u, carried, &u->kept_memory);
+	r = context_kept_memory(c, u, p->carried, &u->kept_memory);
 	if (r < 0)
 		return r;
 	r = update_add_stamp(u, "staged", false, c->boot_id);
@@ -259,37 +278,155 @@ static int stage_load_failed(Context *c, Update *u, int r, sd_bus_error *error) 
 	                         c->backend->name, strerror(-r));
 }
 
-int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error) {
-	_cleanup_(image_file_done) ImageFile k = { .fd = -EBADF }, i = { .fd = -EBADF };
+int context_stage_prepare(Context *c, const StageRequest *req, StagePlan **ret,
+                          sd_bus_error *error) {
+	_cleanup_(stage_plan_freep) StagePlan *p = NULL;
+	int r;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->kernel.fd = p->initrd.fd = -EBADF;
+	p->reuse_cmdline = req->reuse_cmdline;
+	r = stage_validate(c, req, &p->cmdline, &p->carried, &p->kernel, &p->initrd, error);
+	if (r < 0)
+		return r;
+	r = update_id_new(&p->id);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+const char *stage_plan_id(const StagePlan *p) {
+	return p ? p->id : NULL;
+}
+
+int stage_plan_hash(StagePlan *p, const volatile bool *cancel, sd_bus_error *error) {
+	int r;
+
+	r = image_hash(&p->kernel, IMAGE_KERNEL, cancel, error);
+	if (r < 0)
+		return r;
+	if (p->initrd.path) {
+		r = image_hash(&p->initrd, IMAGE_INITRD, cancel, error);
+		if (r < 0)
+			return r;
+	}
+	p->hashed = true;
+	return 0;
+}
+
+static bool stage_cancelled(const volatile bool *cancel) {
+	return cancel && *cancel;
+}
+
+/* A cancel (or the daemon stopping) came while the backend loaded u's image: nothing of it
+ * may stay, neither the image nor the record. */
+static int stage_undo_load(Context *c, Update *u, sd_bus_error *error) {
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = c->backend->unload(c->root, 0);
+	if (r < 0)
+		log_warning_errno(r, "Cannot unload the image of cancelled update %s: %m", u->id);
+	if (context_record_path(c, u->id, &path) >= 0)
+		(void)unlink(path);
+	log_info("Staging of update %s cancelled after its load; image and record removed.", u->id);
+	return sd_bus_error_setf(error, UPGRADE_ERROR_CANCELLED,
+	                         "Staging of update %s was cancelled; nothing was staged.", u->id);
+}
+
+/* Steps 3-4 of stage: persisted, then loaded (outside the state lock on a job's worker:
+ * the backend reads the whole files). */
+static int stage_persist_load(Context *c, Update *u, KexecImage *img, const volatile bool *cancel,
+                              sd_bus_error *error) {
+	int r;
+
+	/* 3. Persist first: a crash after this finds a staged record and reloads. */
+	r = context_persist(c, u);
+	if (r < 0)
+		return r == -ECANCELED ? r
+		                       : sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
+		                                           "Cannot write the update record: %s.",
+		                                           strerror(-r));
+
+	/* 4. Preload: the commit path does no file I/O and no hashing. */
+	job_blocking_begin();
+	r = c->backend->load(c->root, img);
+	(void)job_blocking_end(); /* a stage job has no deadline */
+	if (r < 0)
+		return stage_load_failed(c, u, r, error);
+	if (stage_cancelled(cancel))
+		return stage_undo_load(c, u, error);
+	return 0;
+}
+
+typedef struct KdumpLater {
+	Context *context;
+	char id[UPDATE_ID_LEN + 1];
+} KdumpLater;
+
+static void kdump_later_run(void *userdata) {
+	KdumpLater *k = userdata;
+	Update *u = context_find(k->context, k->id);
+
+	if (u && u->state == UPDATE_STAGED)
+		context_prepare_kdump(k->context, u);
+}
+
+/* kdump's initrd for the staged kernel is built by a job of its own, started from the loop:
+ * on Stage's worker it would be built inline and hold the Stage's answer (up to 20 min). */
+static void stage_prepare_kdump(Context *c, Update *u) {
+	KdumpLater *k;
+
+	if (job_on_loop()) {
+		context_prepare_kdump(c, u);
+		return;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		log_oom();
+		return;
+	}
+	k->context = c;
+	snprintf(k->id, sizeof(k->id), "%s", u->id);
+	if (job_defer(kdump_later_run, k, free) < 0) {
+		log_warning("Cannot build kdump's initrd for %s ahead: the loop is gone.",
+		            u->kernel_version);
+		free(k);
+	}
+}
+
+int context_stage_finish(Context *c, StagePlan *p, const volatile bool *cancel, Update **ret,
+                         sd_bus_error *error) {
 	_cleanup_(update_freep) Update *u = NULL;
-	_cleanup_free_ char *cmdline = NULL, *carried = NULL;
 	KexecImage img;
 	Update *staged;
 	int r;
 
-	/* 1. Validate everything before touching anything. */
-	r = stage_validate(c, req, &cmdline, &carried, &k, &i, error);
-	if (r < 0)
-		return r;
+	if (!p->hashed)
+		return -EINVAL;
+	if (stage_cancelled(cancel))
+		return sd_bus_error_setf(error, UPGRADE_ERROR_CANCELLED,
+		                         "Staging of update %s was cancelled; nothing was staged.",
+		                         p->id);
+	/* The state may have moved while the files were read. */
+	if (c->active)
+		return stage_refuse_active(c->active, error);
 
 	/* 2. The record. */
-	r = stage_new_update(c, req, &k, &i, &cmdline, carried, &u);
+	r = stage_new_update(c, p, &u);
 	if (r < 0)
 		return r;
 
-	/* 3. Persist first: a crash after this finds a staged record and reloads. */
-	r = context_persist(c, u);
-	if (r == -ECANCELED)
+	/* 3-4. Persisted and loaded. */
+	img = context_staged_image(u, &p->kernel, &p->initrd);
+	r = stage_persist_load(c, u, &img, cancel, error);
+	if (r == -ECANCELED && !sd_bus_error_is_set(error))
 		return context_keep_interrupted(c, &u);
 	if (r < 0)
-		return sd_bus_error_setf(error, UPGRADE_ERROR_PERSIST_FAILED,
-		                         "Cannot write the update record: %s.", strerror(-r));
-
-	/* 4. Preload: the commit path does no file I/O and no hashing. */
-	img = context_staged_image(u, &k, &i);
-	r = c->backend->load(c->root, &img);
-	if (r < 0)
-		return stage_load_failed(c, u, r, error);
+		return r;
 	if (c->backend->verified_bytes)
 		u->verified_bytes = c->backend->verified_bytes();
 	if (kexec_crash_reserved(c->root) && context_load_crash_image(c, u, &img) == -ECANCELED)
@@ -303,7 +440,7 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	c->active = staged;
 	log_event(LOG_INFO, LOG_MID_STAGED, staged->id, "Staged update %s: kernel %s (%s).",
 	          staged->id, staged->kernel.path, staged->kernel_version);
-	context_prepare_kdump(c, staged);
+	stage_prepare_kdump(c, staged);
 	if (c->ops.update_added)
 		c->ops.update_added(c, staged, c->ops_userdata);
 	if (c->ops.manager_changed)
@@ -313,4 +450,18 @@ int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_erro
 	if (ret)
 		*ret = staged;
 	return 0;
+}
+
+int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error) {
+	_cleanup_(stage_plan_freep) StagePlan *p = NULL;
+	int r;
+
+	/* 1. Validate everything before touching anything; then the digests. */
+	r = context_stage_prepare(c, req, &p, error);
+	if (r < 0)
+		return r;
+	r = stage_plan_hash(p, NULL, error);
+	if (r < 0)
+		return r;
+	return context_stage_finish(c, p, NULL, ret, error);
 }

@@ -133,6 +133,25 @@ Update *context_find(Context *c, const char *id);
 int context_lookup(Context *c, const char *id, Update **ret, sd_bus_error *error);
 
 int context_stage(Context *c, const StageRequest *req, Update **ret, sd_bus_error *error);
+/* context_stage() in three steps, so that a job does the reading off the event loop
+ * (docs/architecture.md, "Jobs"):
+ * 1. context_stage_prepare(), on the loop: the request validated and the files opened
+ *    and judged (path, owner, mode, size limit, kernel header), no file read past the
+ *    header; the new update's id chosen. Nothing changes.
+ * 2. stage_plan_hash(): the digests; reads the files, touches no state (call it without
+ *    the state lock); -ECANCELED, error unset, as soon as *cancel.
+ * 3. context_stage_finish(), with the state lock: the record persisted, the image loaded
+ *    (on a job's worker the lock is released while the backend reads the files), staged.
+ *    -ECANCELED when *cancel was set before the update was announced: nothing is left. */
+typedef struct StagePlan StagePlan;
+int context_stage_prepare(Context *c, const StageRequest *req, StagePlan **ret,
+                          sd_bus_error *error);
+const char *stage_plan_id(const StagePlan *p);
+int stage_plan_hash(StagePlan *p, const volatile bool *cancel, sd_bus_error *error);
+int context_stage_finish(Context *c, StagePlan *p, const volatile bool *cancel, Update **ret,
+                         sd_bus_error *error);
+StagePlan *stage_plan_free(StagePlan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StagePlan *, stage_plan_free);
 int context_commit_begin(Context *c, const char *id, Update **ret, sd_bus_error *error);
 int context_commit_run(Context *c, Update *u);
 void context_handoff_result(Context *c, Update *u, int r, const char *why);

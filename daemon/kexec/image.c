@@ -155,10 +155,15 @@ static int kernel_version(int fd, const char *path, ImageFile *f, sd_bus_error *
 	return 0;
 }
 
-int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
-               sd_bus_error *error) {
+static const char *image_kind_name(ImageKind kind) {
+	return kind == IMAGE_KERNEL ? "Kernel" : "Initrd";
+}
+
+int image_open_unhashed(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
+                        sd_bus_error *error) {
 	_cleanup_(image_file_done) ImageFile f = { .fd = -EBADF };
-	const char *what = kind == IMAGE_KERNEL ? "Kernel" : "Initrd";
+	const char *what = image_kind_name(kind);
+	uint64_t max = kind == IMAGE_KERNEL ? IMAGE_KERNEL_SIZE_MAX : IMAGE_INITRD_SIZE_MAX;
 	struct stat st;
 	int r;
 
@@ -196,6 +201,12 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 	if (st.st_size == 0)
 		return sd_bus_error_setf(error, UPGRADE_ERROR_INVALID_IMAGE, "%s '%s' is empty.",
 		                         what, path);
+	/* Its size as the file system states it (a sparse file's too): nothing read yet. */
+	if ((uint64_t)st.st_size > max)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_IMAGE_TOO_LARGE,
+		                         "%s '%s' has %llu bytes; the limit is %llu MiB.", what,
+		                         path, (unsigned long long)st.st_size,
+		                         (unsigned long long)(max >> 20));
 
 	/* 4. A kernel must be a bzImage the loader accepts (64-bit, relocatable, sane
 	 * sizes); its version comes from the header's kernel_version string, else
@@ -206,10 +217,8 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 			return r;
 	}
 
-	/* 5. Record what was validated. */
-	r = digest_file(f.fd, f.sha256, &f.size);
-	if (r < 0)
-		return sd_bus_error_set_errno(error, r);
+	/* 5. Record what was validated (the digest comes with image_hash()). */
+	f.size = (uint64_t)st.st_size;
 	f.mtime_usec = timespec_usec(&st.st_mtim);
 	f.ctime_usec = timespec_usec(&st.st_ctim);
 	f.inode = (uint64_t)st.st_ino;
@@ -217,6 +226,39 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
 	if (!f.path)
 		return sd_bus_error_set_errno(error, ENOMEM);
 
+	*ret = f;
+	f = (ImageFile){ .fd = -EBADF };
+	return 0;
+}
+
+int image_hash(ImageFile *f, ImageKind kind, const volatile bool *cancel, sd_bus_error *error) {
+	uint64_t max = kind == IMAGE_KERNEL ? IMAGE_KERNEL_SIZE_MAX : IMAGE_INITRD_SIZE_MAX;
+	int r;
+
+	r = digest_file_bounded(f->fd, max, cancel, f->sha256, &f->size);
+	if (r == -ECANCELED)
+		return r;
+	if (r == -EFBIG)
+		return sd_bus_error_setf(error, UPGRADE_ERROR_IMAGE_TOO_LARGE,
+		                         "%s '%s' grew past %llu MiB while it was read.",
+		                         image_kind_name(kind), f->path,
+		                         (unsigned long long)(max >> 20));
+	if (r < 0)
+		return sd_bus_error_set_errno(error, r);
+	return 0;
+}
+
+int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
+               sd_bus_error *error) {
+	_cleanup_(image_file_done) ImageFile f = { .fd = -EBADF };
+	int r;
+
+	r = image_open_unhashed(rules, path, kind, &f, error);
+	if (r < 0)
+		return r;
+	r = image_hash(&f, kind, NULL, error);
+	if (r < 0)
+		return r;
 	*ret = f;
 	f = (ImageFile){ .fd = -EBADF };
 	return 0;

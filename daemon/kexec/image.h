@@ -19,6 +19,13 @@
 
 #define IMAGE_VERSION_MAX 64
 
+/* The largest files Stage takes (docs/dbus-api.md, "Stage"), judged on their size before a
+ * byte is read: ImageTooLarge. Debian's kernels are 5-12 MiB and their initrds 20-80 MiB
+ * (MODULES=most), a few hundred with every firmware; Linux's kexec_file_load reads an
+ * initrd of at most INT_MAX bytes. */
+#define IMAGE_KERNEL_SIZE_MAX (256ULL * 1024 * 1024)
+#define IMAGE_INITRD_SIZE_MAX (1024ULL * 1024 * 1024)
+
 typedef enum ImageKind {
 	IMAGE_KERNEL,
 	IMAGE_INITRD,
@@ -47,6 +54,12 @@ void image_file_done(ImageFile *f);
 /* Validates path per rules and opens it. On success *ret is filled (caller owns it). */
 int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
                sd_bus_error *error);
+/* image_open() in two steps: everything but the digest (cheap: a few stat()s and, for a
+ * kernel, its setup header; ret->sha256 stays ""), then the digest, which reads the whole
+ * file and stops with ECANCELED (error: nothing set) as soon as *cancel (may be NULL). */
+int image_open_unhashed(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
+                        sd_bus_error *error);
+int image_hash(ImageFile *f, ImageKind kind, const volatile bool *cancel, sd_bus_error *error);
 
 /* Whether f (below root) is still the file stage validated: looked at without
  * following a symlink in any component, the same inode, size, mtime and ctime. A

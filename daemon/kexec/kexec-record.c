@@ -89,17 +89,23 @@ static int record_probe(const char *root, char **ret_reason) {
 }
 
 static int record_load(const char *root, const KexecImage *image) {
-	char sha[DIGEST_SHA256_HEX_SIZE];
+	char sha[DIGEST_SHA256_HEX_SIZE], initrd_sha[DIGEST_SHA256_HEX_SIZE] = "";
 	json_object *req;
 	int r;
 
 	if (image->kernel_fd < 0)
 		return -EBADF;
-	/* Hash what the descriptor really holds: tests compare it with the digest
-	 * recorded at stage time. */
+	/* Hash what the descriptors really hold: tests compare it with the digest recorded
+	 * at stage time. The initrd is read whole too, as the real backends read it (into
+	 * the segments, or the kernel's kexec_file_load). */
 	r = digest_file(image->kernel_fd, sha, NULL);
 	if (r < 0)
 		return r;
+	if (image->initrd_fd >= 0 && image->initrd_path) {
+		r = digest_file(image->initrd_fd, initrd_sha, NULL);
+		if (r < 0)
+			return r;
+	}
 	req = json_object_new_object();
 	if (!req)
 		return -ENOMEM;
@@ -110,6 +116,8 @@ static int record_load(const char *root, const KexecImage *image) {
 	                       image->initrd_fd >= 0 && image->initrd_path
 	                               ? json_object_new_string(image->initrd_path)
 	                               : NULL);
+	json_object_object_add(req, "initrd_sha256",
+	                       *initrd_sha ? json_object_new_string(initrd_sha) : NULL);
 	json_object_object_add(req, "cmdline", json_object_new_string(image->cmdline ?: ""));
 	json_object_object_add(req, "panic",
 	                       json_object_new_boolean(image->flags & KEXEC_IMAGE_PANIC));

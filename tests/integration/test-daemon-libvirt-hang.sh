@@ -72,7 +72,7 @@ t0=$(now_ms)
 plan_pid=$!
 sleep 1
 reload >"$T/reload.out" 2>&1
-check "Reload while PlanCommit's job reads the policy -> Busy" grep -q "job(s) running (the recovery, PlanCommit or RestoreVM) read the policy" "$T/reload.out"
+check "Reload while PlanCommit's job reads the policy -> Busy" grep -q "job(s) running (the recovery, Stage, PlanCommit or RestoreVM) read the policy" "$T/reload.out"
 worst=$(describe_while "$plan_pid")
 wait "$plan_pid"
 rc=$? took=$(($(now_ms) - t0))
