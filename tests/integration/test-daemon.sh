@@ -390,7 +390,18 @@ check "list shows when the commit was requested" bash -c "'$CTL' list | grep -qE
 "$CTL" report "$ID" >"$T/report.txt"
 sed 's/^/# /' "$T/report.txt"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("# timebase:", json.dumps(r["timebase"])[:400]); print("# totals:", r["totals"]); print("# missing:", r["missing"])' "$T/report.json"
-check "report: probe attached on the old kernel (commit) and the new one (daemon start)" python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["probe"]; sys.exit(not (p["old"]["available"] and p["new"]["available"] and "reboot-request" in p["old"]["marks_ns"] and "daemon-start" in p["new"]["marks_ns"]))' "$T/report.json"
+PROBE_BOTH='import json,sys; p=json.load(open(sys.argv[1]))["probe"]; sys.exit(not (p["old"]["available"] and p["new"]["available"] and "reboot-request" in p["old"]["marks_ns"] and "daemon-start" in p["new"]["marks_ns"]))'
+if [ -n "${UPGRADED_TEST_VALGRIND:-}" ] && ! python3 -c "$PROBE_BOTH" "$T/report.json" &&
+        grep -q "The vCPU probe did not open within" "$T"/daemon*.log; then
+        # Under valgrind, libbpf's load of the probe (BTF parsing, the verifier's log) can
+        # outlast the daemon's bound on a loaded machine. This run is about memory: the
+        # bounded open's degradation must then be named in the report, and the run
+        # without valgrind (daemon-bus) holds the probe's attachment itself.
+        check "report: the probe's bounded open gave up under valgrind, named in missing" \
+                python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not any(m["figure"].startswith("probe_") and m["reason"]=="the probe was not opened" for m in r["missing"]))' "$T/report.json"
+else
+        check "report: probe attached on the old kernel (commit) and the new one (daemon start)" python3 -c "$PROBE_BOTH" "$T/report.json"
+fi
 check "report: the reboot-request sample travelled in the handoff record" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r["timebase"] is None or "realtime_gap_ns" not in r["timebase"])' "$T/report.json"
 check "report: boot analysis of this machine's kmsg" python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["boot"]; sys.exit(not (b and b["messages"] > 0))' "$T/report.json"
 check "report: no VM tracked by the probe, so each VM's one downtime is libvirt's wall clock, and so are the totals" python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["totals"]; d=[v["downtime"] for v in r["vms"]]; sys.exit(not (d and all(x["source"]=="libvirt-wallclock" and x["ns"] > 0 and x["uncertainty_ns"] is None for x in d) and t["max_vm_downtime_ns"]==max(x["ns"] for x in d) and t["vm_downtime_sources"]==["libvirt-wallclock"] and not any(m["figure"]=="vm_downtime_totals" for m in r["missing"])))' "$T/report.json"
