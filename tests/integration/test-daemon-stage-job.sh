@@ -55,7 +55,9 @@ t0=$(now_ms)
 expect_fail "a sparse 20 GiB initrd -> ImageTooLarge (exit 3)" 3 "ImageTooLarge" \
         "$CTL" stage "$KERNEL" --initrd=/boot/initrd.img-huge
 ms=$(($(now_ms) - t0))
-check "refused within a second ($ms ms)" test "$ms" -lt 1000
+# Not read: 20 GiB would take minutes to hash; the bound is only the bus round trip
+# and two process starts on a loaded machine.
+check "refused at once: within $MAX_WAIT_MS ms ($ms ms)" test "$ms" -lt "$MAX_WAIT_MS"
 grep -q "limit is 1024 MiB" "$T/err" || not_ok "the message names the limit: $(cat "$T/err")"
 check "nothing staged: no record" test "$(records)" -eq 0
 check "nothing staged: no update listed" test -z "$("$CTL" list --no-legend 2>&1)"
