@@ -225,6 +225,56 @@ void policy_handoff_decision_done(HandoffDecision *d) {
 		policy_reasons_done(&d->reasons);
 }
 
+/* " on this ARCH host" and ": WHY", each when known, for the hardware facts' reasons. */
+static void hardware_context(const HandoffFacts *f, const char *why, char *buf, size_t size) {
+	int n = 0;
+
+	buf[0] = '\0';
+	if (f->architecture)
+		n = snprintf(buf, size, " on this %s host", f->architecture);
+	if (why && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ": %s", why);
+}
+
+/* Hardware (x86_64: machine-check; arm64: GHES-reported SEA, SError, RAS) and EDAC
+ * memory errors: known and zero, or a reason naming the architecture and, for an
+ * unknown count, why. */
+static int hardware_conditions(const HandoffFacts *f, PolicyReasonSeverity unknown,
+                               PolicyReasons *r) {
+	bool arm64 = streq_ptr(f->architecture, "arm64");
+	const char *what = arm64 ? "hardware error" : "machine-check error";
+	const char *source = arm64 ? " (SEA, SError, RAS through APEI GHES)" : "";
+	char ctx[256];
+
+	if (!f->have_mce) {
+		hardware_context(f, f->mce_unknown, ctx, sizeof(ctx));
+		if (policy_reasons_add(r, "mce-unknown", unknown,
+		                       "The %s count%s since boot is unknown%s", what, source,
+		                       ctx) < 0)
+			return -ENOMEM;
+	} else if (f->mce_errors > 0) {
+		hardware_context(f, NULL, ctx, sizeof(ctx));
+		if (policy_reasons_add(r, "mce-errors", POLICY_REASON_BLOCKING,
+		                       "%" PRIu64 " %s%s%s logged since boot%s", f->mce_errors,
+		                       what, f->mce_errors == 1 ? "" : "s", source, ctx) < 0)
+			return -ENOMEM;
+	}
+	if (!f->have_edac) {
+		hardware_context(f, f->edac_unknown, ctx, sizeof(ctx));
+		if (policy_reasons_add(r, "edac-unknown", unknown,
+		                       "The EDAC memory error count since boot is unknown%s",
+		                       ctx) < 0)
+			return -ENOMEM;
+	} else if (f->edac_errors > 0) {
+		hardware_context(f, NULL, ctx, sizeof(ctx));
+		if (policy_reasons_add(r, "memory-errors", POLICY_REASON_BLOCKING,
+		                       "%" PRIu64 " memory error%s (EDAC) logged since boot%s",
+		                       f->edac_errors, f->edac_errors == 1 ? "" : "s", ctx) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /*
  * The safety conditions for skipping purgatory's SHA-256 check. Anything known
  * to be wrong blocks fast in every mode: the image is not the staged one, memory
@@ -260,23 +310,7 @@ static int handoff_conditions(const Policy *p, const HandoffFacts *f, PolicyReas
 	                       "placed") < 0)
 		return -ENOMEM;
 
-	if (!f->have_mce) {
-		if (policy_reasons_add(r, "mce-unknown", unknown,
-		                       "The machine-check error count since boot is unknown") < 0)
-			return -ENOMEM;
-	} else if (f->mce_errors > 0 &&
-	           policy_reasons_add(r, "mce-errors", POLICY_REASON_BLOCKING,
-	                              "%" PRIu64 " machine-check error%s logged since boot",
-	                              f->mce_errors, f->mce_errors == 1 ? "" : "s") < 0)
-		return -ENOMEM;
-	if (!f->have_edac) {
-		if (policy_reasons_add(r, "edac-unknown", unknown,
-		                       "The EDAC memory error count since boot is unknown") < 0)
-			return -ENOMEM;
-	} else if (f->edac_errors > 0 &&
-	           policy_reasons_add(r, "memory-errors", POLICY_REASON_BLOCKING,
-	                              "%" PRIu64 " memory error%s (EDAC) logged since boot",
-	                              f->edac_errors, f->edac_errors == 1 ? "" : "s") < 0)
+	if (hardware_conditions(f, unknown, r) < 0)
 		return -ENOMEM;
 	if (!f->iommu_enabled &&
 	    policy_reasons_add(r, "iommu-off", POLICY_REASON_BLOCKING,

@@ -290,10 +290,13 @@ typedef struct HandoffFacts {
 	bool digests_at_stage;     /* segment digests were computed when the update was staged */
 	bool files_unchanged;      /* kernel/initrd still match those digests (re-checked) */
 	bool memory_map_unchanged; /* no memory hotplug/map change since the segments were placed */
+	const char *architecture;  /* "x86_64", "arm64"; NULL: not named */
 	bool have_mce;             /* mce_errors is valid */
-	uint64_t mce_errors;       /* machine-check events since boot */
+	uint64_t mce_errors;       /* hardware errors since boot (x86_64: machine checks) */
+	const char *mce_unknown;   /* !have_mce: why (static string), or NULL */
 	bool have_edac;            /* edac_errors is valid */
 	uint64_t edac_errors;      /* EDAC corrected + uncorrected memory errors since boot */
+	const char *edac_unknown;  /* !have_edac: why (static string), or NULL */
 	bool iommu_enabled;        /* the IOMMU translates every device's DMA (not passthrough) */
 	bool have_taint;           /* taint is valid */
 	uint64_t taint;            /* /proc/sys/kernel/tainted */

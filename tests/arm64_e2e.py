@@ -52,6 +52,7 @@ export LD_LIBRARY_PATH=/lib
 case=$(sed -n 's/.*e2e\.case=\([^ ]*\).*/\1/p' /proc/cmdline)
 new="@NEW_CMDLINE@"
 echo "E2E: case $case on $(uname -r)"
+[ -x /sbin/e2e-probe ] && /sbin/e2e-probe "$case"
 case "$case" in
 kexec-verified) kexec -l /boot/Image --initrd=/boot/new.cpio --append="$new" ;;
 kexec-fast) kexec -l -i /boot/Image --initrd=/boot/new.cpio --append="$new" ;;

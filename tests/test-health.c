@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "architecture.h"
 #include "fileio.h"
 #include "handoff-facts.h"
 #include "macros.h"
@@ -78,6 +79,15 @@ static const char kmsg[] = "6,0,0,-;Linux version 6.1.0-57-cloud-amd64\n"
                            "4,1,1000,-;mce: [Hardware Error]: Machine check events logged\n"
                            "6,2,2000,c;EDAC MC0: 1 CE memory read error on CPU_SrcID#0\n"
                            "3,3,3000,-;mce: [Hardware Error]: CPU 1: Machine Check: 0 Bank 5\n";
+
+/* arm64: a recoverable SEA as APEI GHES logs it (drivers/acpi/apei/ghes.c, cper.c: every
+ * line of the event with the "[Hardware Error]" prefix), then memory-failure's outcome. */
+static const char kmsg_ghes[] =
+        "6,0,0,-;Linux version 6.1.0-57-cloud-arm64\n"
+        "3,1,1000,-;{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error "
+        "Source: 0\n"
+        "3,2,1000,-;{1}[Hardware Error]: event severity: recoverable\n"
+        "3,3,2000,-;Memory failure: 0x4321: recovery action for dirty LRU page: Recovered\n";
 
 static void test_health_kmsg_count(void **state) {
 	uint64_t n = 0;
@@ -196,17 +206,24 @@ static void test_handoff_facts_gather(void **state) {
 	assert_int_equal(f.taint, 4096);
 	assert_true(f.iommu_enabled);
 
-	/* Counters without the machinecheck subsystem: the kernel does not handle
-	 * machine checks, so even a clean /proc/interrupts proves nothing. */
+	/* Counters without the machinecheck subsystem (x86_64) or a GHES device (arm64):
+	 * the kernel learns of no hardware error, so even a clean /proc/interrupts proves
+	 * nothing. The facts name the architecture and say why. */
 	put(root, "proc/interrupts", " MCE: 0 0 Machine check exceptions\n");
 	put(root, "dev/kmsg", "6,0,0,-;Linux version\n");
 	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_false(f.have_mce);
+	assert_string_equal(f.architecture, UPGRADED_ARCHITECTURE);
+	assert_non_null(f.mce_unknown);
+	assert_non_null(strstr(f.edac_unknown, "no EDAC driver"));
 
+	/* The host's source of hardware errors, whichever architecture runs the test. */
 	put(root, "sys/devices/system/machinecheck/machinecheck0/check_interval", "300\n");
+	put(root, "sys/bus/platform/drivers/GHES/GHES.0/uevent", "\n");
 	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_true(f.have_mce);
 	assert_int_equal(f.mce_errors, 0);
+	assert_null(f.mce_unknown);
 
 	put(root, "dev/kmsg", kmsg);
 	put(root, "sys/devices/system/edac/mc/mc0/ce_count", "2\n");
@@ -222,6 +239,48 @@ static void test_handoff_facts_gather(void **state) {
 	handoff_facts_gather(root, &kexec_backend_record, &f);
 	assert_false(f.have_mce);
 	assert_true(f.have_edac);
+	rm_rf(root);
+}
+
+/* Hardware errors by architecture: x86_64 counts machine-check interrupts and the logged
+ * records, arm64 the records GHES logs (SEA, SError, RAS); each says why it cannot. */
+static void test_health_hw_errors_by_arch(void **state) {
+	_cleanup_free_ char *root = tmpdir();
+	const char *why = NULL;
+	uint64_t n = 99;
+
+	put(root, "proc/interrupts", " MCE: 1 0 Machine check exceptions\n");
+	put(root, "dev/kmsg", kmsg_ghes); /* two [Hardware Error] records */
+	assert_int_equal(health_hw_errors(root, "x86_64", &n, &why), -ENOENT);
+	assert_non_null(strstr(why, "/sys/devices/system/machinecheck"));
+	assert_int_equal(health_hw_errors(root, "arm64", &n, &why), -ENOENT);
+	assert_non_null(strstr(why, "GHES"));
+	assert_int_equal(n, 99);
+
+	/* A GHES driver directory without a bound device reports nothing either. */
+	put(root, "sys/bus/platform/drivers/GHES/uevent", "\n");
+	assert_int_equal(health_hw_errors(root, "arm64", &n, &why), -ENOENT);
+	put(root, "sys/bus/platform/drivers/GHES/GHES.0/uevent", "\n");
+	why = NULL;
+	assert_int_equal(health_hw_errors(root, "arm64", &n, &why), 0);
+	assert_int_equal(n, 2); /* the records; arm64 has no MCE row to add */
+	assert_null(why);
+	put(root, "sys/devices/system/machinecheck/machinecheck0/check_interval", "300\n");
+	put(root, "dev/kmsg", kmsg); /* two mce: [Hardware Error] records */
+	assert_int_equal(health_hw_errors(root, "x86_64", &n, &why), 0);
+	assert_int_equal(n, 3); /* one MCE interrupt and the two records */
+
+	/* A wrapped log: unknown on both, and said so. */
+	put(root, "dev/kmsg", "6,40,0,-;late record\n");
+	assert_int_equal(health_hw_errors(root, "arm64", &n, &why), -ESTALE);
+	assert_non_null(strstr(why, "not complete since boot"));
+	assert_int_equal(health_hw_errors(root, "x86_64", &n, &why), -ESTALE);
+	assert_non_null(strstr(why, "not complete since boot"));
+
+	assert_int_equal(health_hw_errors(root, "riscv64", &n, &why), -EOPNOTSUPP);
+	assert_non_null(strstr(why, "architecture"));
+	assert_int_equal(health_hw_errors(root, NULL, &n, &why), -EINVAL);
+	assert_int_equal(n, 3);
 	rm_rf(root);
 }
 
@@ -274,6 +333,7 @@ int main(void) {
 		cmocka_unit_test(test_health_kmsg_incomplete),
 		cmocka_unit_test(test_health_edac),
 		cmocka_unit_test(test_handoff_facts_gather),
+		cmocka_unit_test(test_health_hw_errors_by_arch),
 		cmocka_unit_test(test_health_iommu_translates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,6 +30,7 @@ import tempfile
 import time
 
 import arm64_e2e as e2e
+import arm64_probe
 
 
 def loader_supported(tool):
@@ -100,6 +101,7 @@ def main():
         except e2e.Skip as e:
             print("skipped: %s" % e)
             return 77
+        arm64_probe.add(env, *cases[0])
         print("old %s %s, new %s %s; initramfs %.1f MiB" %
               (e2e.OLD_PKG, env["versions"][e2e.OLD_PKG], e2e.NEW_PKG,
                env["versions"][e2e.NEW_PKG], os.path.getsize(env["initramfs"]) / 2**20))
@@ -110,7 +112,7 @@ def main():
             else:
                 stop = e2e.new_kernel_up(env)
             lines, rc, _, _ = e2e.boot(env, case, uefi, stop)
-            wrong = check(env, case, uefi, lines, rc)
+            wrong = check(env, case, uefi, lines, rc) + arm64_probe.check(env, case, uefi, lines)
             name = "%s/%s" % ("uefi" if uefi else "direct", case)
             st = e2e.summarize(env, lines)["stamps"]
             detail = ", stamps %s,%s, verify %.3f s" % (st[3], st[4], st[1] - st[0]) if st else ""

@@ -13,6 +13,7 @@
 
 static const char *const idle_describe =
         "{\"State\":\"idle\",\"RunningKernel\":\"6.1.0-57-cloud-amd64\","
+        "\"Architecture\":\"x86_64\","
         "\"Backend\":{\"Name\":\"kexec_load\",\"Usable\":true},"
         "\"Updates\":[{\"id\":\"dd23816e586f7479\",\"state\":\"failed\"},"
         "{\"id\":\"0123456789abcdef\",\"state\":\"done\"}]}";
@@ -76,7 +77,7 @@ static void test_metrics_lab_report(void **state) {
 	assert_non_null(strstr(t, "upgraded_state{state=\"idle\"} 1\n"));
 	assert_non_null(strstr(t, "upgraded_state{state=\"staged\"} 0\n"));
 	assert_non_null(strstr(t, "upgraded_info{version=\"1.2\",running_kernel=\"6.1.0-57-cloud-"
-	                          "amd64\",backend=\"kexec_load\"} 1\n"));
+	                          "amd64\",backend=\"kexec_load\",architecture=\"x86_64\"} 1\n"));
 	assert_non_null(strstr(t, "upgraded_backend_usable 1\n"));
 	assert_non_null(strstr(t, "upgraded_update_records{state=\"failed\"} 1\n"));
 	assert_non_null(strstr(t, "upgraded_update_records{state=\"done\"} 1\n"));

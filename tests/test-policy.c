@@ -115,6 +115,66 @@ static void test_handoff_zero_facts_never_fast(void **state) {
 	policy_handoff_decision_done(&d);
 }
 
+/* The text of the reason CODE in r, or NULL. */
+static const char *reason_text(const PolicyReasons *r, const char *code) {
+	for (size_t i = 0; i < r->n; i++)
+		if (streq(r->items[i].code, code))
+			return r->items[i].text;
+	return NULL;
+}
+
+/* The hardware facts' reasons name the architecture and why a count is unknown; the
+ * codes are the same on x86_64 and arm64, and facts without an architecture (older
+ * callers) keep the plain sentences. */
+static void test_handoff_hardware_reasons_name_architecture(void **state) {
+	_cleanup_(policy_freep) Policy *p = policy_from("[Handoff]\nMode=fast\nAllowFast=yes\n");
+	HandoffFacts f = all_safe;
+	HandoffDecision d = {};
+
+	f.architecture = "arm64";
+	f.have_mce = false;
+	f.mce_unknown = "no firmware error source";
+	f.have_edac = false;
+	f.edac_unknown = "no EDAC driver";
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, HANDOFF_MODE_FAST); /* warnings under Mode=fast */
+	assert_string_equal(reason_text(&d.reasons, "mce-unknown"),
+	                    "The hardware error count (SEA, SError, RAS through APEI GHES) since "
+	                    "boot is unknown on this arm64 host: no firmware error source");
+	assert_string_equal(reason_text(&d.reasons, "edac-unknown"),
+	                    "The EDAC memory error count since boot is unknown on this arm64 "
+	                    "host: no EDAC driver");
+	policy_handoff_decision_done(&d);
+
+	f.have_mce = true;
+	f.mce_errors = 2;
+	f.have_edac = true;
+	f.edac_errors = 1;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_int_equal(d.handoff, HANDOFF_MODE_VERIFIED);
+	assert_string_equal(reason_text(&d.reasons, "mce-errors"),
+	                    "2 hardware errors (SEA, SError, RAS through APEI GHES) logged since "
+	                    "boot on this arm64 host");
+	assert_string_equal(reason_text(&d.reasons, "memory-errors"),
+	                    "1 memory error (EDAC) logged since boot on this arm64 host");
+	policy_handoff_decision_done(&d);
+
+	f.architecture = "x86_64";
+	f.mce_errors = 1;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_string_equal(reason_text(&d.reasons, "mce-errors"),
+	                    "1 machine-check error logged since boot on this x86_64 host");
+	policy_handoff_decision_done(&d);
+
+	f.architecture = NULL;
+	f.have_mce = false;
+	f.mce_unknown = NULL;
+	assert_int_equal(policy_decide_handoff(p, &f, &d), 0);
+	assert_string_equal(reason_text(&d.reasons, "mce-unknown"),
+	                    "The machine-check error count since boot is unknown");
+	policy_handoff_decision_done(&d);
+}
+
 /* One unsafe condition at a time, under auto and fast. */
 static void spoil_handoff(HandoffFacts *f, size_t which) {
 	switch (which) {
@@ -581,6 +641,7 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handoff_every_combination),
 		cmocka_unit_test(test_handoff_zero_facts_never_fast),
+		cmocka_unit_test(test_handoff_hardware_reasons_name_architecture),
 		cmocka_unit_test(test_handoff_reason_codes),
 		cmocka_unit_test(test_handoff_modes),
 		cmocka_unit_test(test_commit_preconditions),

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <systemd/sd-id128.h>
 
+#include "architecture.h"
 #include "cmdline.h"
 #include "context-private.h"
 #include "fileio.h"
@@ -209,6 +210,7 @@ int context_describe(Context *c, char **ret_json) {
 	json_object_object_add(o, "LastReport", json_object_new_string(strempty(c->last_report)));
 	json_object_object_add(o, "Root", json_object_new_string(c->root ?: "/"));
 	json_object_object_add(o, "PanicKernel", json_object_new_boolean(c->panic_kernel));
+	json_object_object_add(o, "Architecture", json_object_new_string(UPGRADED_ARCHITECTURE));
 
 	json_object_object_add(o, "Backend", b = json_object_new_object());
 	json_object_object_add(b, "Name", json_object_new_string(c->backend->name));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "architecture.h"
 #include "bootlog.h"
 #include "cmdline.h"
 #include "fileio.h"
@@ -18,6 +19,7 @@
 #define HEALTH_HW_ERROR    "[Hardware Error]"
 #define HEALTH_MCE_DIR     "/sys/devices/system/machinecheck"
 #define HEALTH_EDAC_MC_DIR "/sys/devices/system/edac/mc"
+#define HEALTH_GHES_DIR    "/sys/bus/platform/drivers/GHES"
 #define HEALTH_COUNTER_MAX 64
 #define HEALTH_IOMMU_DIR   "/sys/class/iommu"
 #define HEALTH_GROUPS_DIR  "/sys/kernel/iommu_groups"
@@ -183,35 +185,49 @@ int health_edac_errors(const char *dir, uint64_t *ret) {
 	return r;
 }
 
-static int gather_mce(const char *root, uint64_t *ret) {
-	_cleanup_free_ char *dir = NULL, *path = NULL, *text = NULL, *kmsg = NULL;
-	uint64_t irqs, logged;
+/* The kernel log's "[Hardware Error]" records since boot. */
+static int count_logged(const char *root, uint64_t *ret, const char **ret_why) {
+	_cleanup_free_ char *path = NULL, *kmsg = NULL;
 	size_t size = 0;
+	int r;
+
+	r = path_prefix_root(root, "/dev/kmsg", &path);
+	if (r < 0)
+		return r;
+	r = bootlog_read_kmsg(path, &kmsg, &size);
+	if (r >= 0)
+		r = health_count_kmsg_hw_errors(kmsg, size, ret);
+	if (r == -ESTALE)
+		*ret_why = "the kernel log is not complete since boot";
+	else if (r < 0)
+		*ret_why = "the kernel log (/dev/kmsg) is unreadable";
+	return r;
+}
+
+/* x86: the MCE, THR and DFR interrupts plus the logged records. */
+static int gather_x86(const char *root, uint64_t *ret, const char **ret_why) {
+	_cleanup_free_ char *dir = NULL, *path = NULL, *text = NULL;
+	uint64_t irqs, logged;
 	int r;
 
 	r = path_prefix_root(root, HEALTH_MCE_DIR, &dir);
 	if (r < 0)
 		return r;
-	if (access(dir, F_OK) < 0)
-		return -ENOENT; /* the kernel does not handle machine checks */
+	if (access(dir, F_OK) < 0) {
+		*ret_why = "the kernel does not handle machine checks (no " HEALTH_MCE_DIR ")";
+		return -ENOENT;
+	}
 	r = path_prefix_root(root, "/proc/interrupts", &path);
 	if (r < 0)
 		return r;
 	r = read_file_full(path, 1 << 20, &text, NULL);
-	if (r < 0)
+	if (r >= 0)
+		r = health_parse_interrupts(text, &irqs);
+	if (r < 0) {
+		*ret_why = "/proc/interrupts has no readable machine-check rows";
 		return r;
-	r = health_parse_interrupts(text, &irqs);
-	if (r < 0)
-		return r;
-	free(path);
-	path = NULL;
-	r = path_prefix_root(root, "/dev/kmsg", &path);
-	if (r < 0)
-		return r;
-	r = bootlog_read_kmsg(path, &kmsg, &size);
-	if (r < 0)
-		return r;
-	r = health_count_kmsg_hw_errors(kmsg, size, &logged);
+	}
+	r = count_logged(root, &logged, ret_why);
 	if (r < 0)
 		return r;
 	if (!add_u64(&irqs, logged))
@@ -220,21 +236,84 @@ static int gather_mce(const char *root, uint64_t *ret) {
 	return 0;
 }
 
-/* Fills have_mce/mce_errors and have_edac/edac_errors of f from the files below
- * root; leaves the other fields alone. */
+/* Whether the directory path below root has an entry whose name starts with prefix
+ * (NULL: any entry but "." and ".."). */
+static bool has_entry(const char *root, const char *path, const char *prefix) {
+	_cleanup_free_ char *dir = NULL;
+	struct dirent *de;
+	bool any = false;
+	DIR *d;
+
+	if (path_prefix_root(root, path, &dir) < 0)
+		return false;
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!any && (de = readdir(d)))
+		any = prefix ? strncmp(de->d_name, prefix, strlen(prefix)) == 0
+		             : de->d_name[0] != '.';
+	closedir(d);
+	return any;
+}
+
+/* arm64: no machine-check exception; synchronous external aborts, SErrors and
+ * the RAS extension's records reach the kernel through firmware (APEI GHES),
+ * which logs each as a "[Hardware Error]" record. Without a bound GHES device
+ * nothing reports them, so the count is unknown. */
+static int gather_arm64(const char *root, uint64_t *ret, const char **ret_why) {
+	/* A bound GHES device is a GHES.<N> link in the platform driver's directory. */
+	if (!has_entry(root, HEALTH_GHES_DIR, "GHES.")) {
+		*ret_why = "no firmware error source (APEI GHES) reports synchronous external "
+		           "aborts, SErrors or RAS errors to this kernel";
+		return -ENOENT;
+	}
+	return count_logged(root, ret, ret_why);
+}
+
+int health_hw_errors(const char *root, const char *arch, uint64_t *ret, const char **ret_why) {
+	const char *why = "unreadable";
+	uint64_t n = 0;
+	int r;
+
+	if (!arch || !ret || !ret_why)
+		return -EINVAL;
+	if (streq(arch, "x86_64"))
+		r = gather_x86(root, &n, &why);
+	else if (streq(arch, "arm64"))
+		r = gather_arm64(root, &n, &why);
+	else {
+		why = "no hardware error source is known for this architecture";
+		r = -EOPNOTSUPP;
+	}
+	if (r < 0) {
+		*ret_why = why;
+		return r;
+	}
+	*ret = n;
+	return 0;
+}
+
+/* Fills the hardware and EDAC error facts of f from the files below root, for f's
+ * architecture; leaves the other fields alone. */
 static void gather_health(const char *root, HandoffFacts *f) {
 	_cleanup_free_ char *edac = NULL;
 	uint64_t n;
+	int r;
 
-	if (gather_mce(root, &n) >= 0) {
+	if (health_hw_errors(root, f->architecture, &n, &f->mce_unknown) >= 0) {
 		f->have_mce = true;
 		f->mce_errors = n;
 	}
-	if (path_prefix_root(root, HEALTH_EDAC_MC_DIR, &edac) >= 0 &&
-	    health_edac_errors(edac, &n) >= 0) {
+	r = path_prefix_root(root, HEALTH_EDAC_MC_DIR, &edac);
+	if (r >= 0)
+		r = health_edac_errors(edac, &n);
+	if (r >= 0) {
 		f->have_edac = true;
 		f->edac_errors = n;
-	}
+	} else
+		f->edac_unknown = r == -ENOENT ? "no EDAC driver watches the memory (no memory "
+		                                 "controller in " HEALTH_EDAC_MC_DIR ")"
+		                               : "an EDAC counter is unreadable";
 }
 
 /* The first entry of dir that is not "." or "..", or NULL. */
@@ -248,18 +327,7 @@ static struct dirent *first_entry(DIR *d) {
 }
 
 static bool iommu_unit_registered(const char *root) {
-	_cleanup_free_ char *dir = NULL;
-	bool any = false;
-	DIR *d;
-
-	if (path_prefix_root(root, HEALTH_IOMMU_DIR, &dir) < 0)
-		return false;
-	d = opendir(dir);
-	if (!d)
-		return false;
-	any = first_entry(d) != NULL;
-	closedir(d);
-	return any;
+	return has_entry(root, HEALTH_IOMMU_DIR, NULL);
 }
 
 static bool domain_type_translates(const char *type) {
@@ -321,7 +389,7 @@ void handoff_facts_gather(const char *root, const KexecBackend *backend, Handoff
 	_cleanup_free_ char *path = NULL;
 	unsigned long long taint;
 
-	*f = (HandoffFacts){ .digests_at_stage = true };
+	*f = (HandoffFacts){ .digests_at_stage = true, .architecture = UPGRADED_ARCHITECTURE };
 	/* A backend whose loaded image holds the very bytes hashed at stage (kexec_load:
 	 * the files are not read again, so later changes to them cannot matter) and that
 	 * checks its placement against the memory map the host has now. */
@@ -332,7 +400,8 @@ void handoff_facts_gather(const char *root, const KexecBackend *backend, Handoff
 	}
 	/* DMA translated for every device: not merely an IOMMU present (iommu=pt). */
 	f->iommu_enabled = health_iommu_translates(root);
-	/* Machine checks and EDAC memory errors since boot, where the kernel counts them. */
+	/* Hardware (x86: machine-check) and EDAC memory errors since boot, where the kernel
+	 * counts them; otherwise why not. */
 	gather_health(root, f);
 	if (path_prefix_root(root, "/proc/sys/kernel/tainted", &path) >= 0 &&
 	    read_u64_file(path, &taint) >= 0) {

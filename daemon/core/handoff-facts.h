@@ -7,16 +7,23 @@
  * flags, these are the host's error counters, machine checks and EDAC memory errors
  * since boot. Each fact is either measured or unknown, never guessed:
  *
- *   machine checks: the kernel must handle them (/sys/devices/system/machinecheck
- *     exists, i.e. CONFIG_X86_MCE), then the count is the MCE (exceptions), THR
- *     (threshold: corrected errors over the bank's limit) and DFR (deferred
- *     errors) rows of /proc/interrupts summed over CPUs, plus the kernel log's
- *     "[Hardware Error]" records (every logged event, polled corrected ones
- *     included, is printed with that prefix). The log counts only when it is
- *     complete since boot: it starts at sequence 0 with no gap.
+ *   hardware errors, by architecture (HandoffFacts.architecture):
+ *   - x86_64, machine checks: the kernel must handle them
+ *     (/sys/devices/system/machinecheck exists, i.e. CONFIG_X86_MCE), then the count
+ *     is the MCE (exceptions), THR (threshold: corrected errors over the bank's
+ *     limit) and DFR (deferred errors) rows of /proc/interrupts summed over CPUs,
+ *     plus the kernel log's "[Hardware Error]" records (every logged event, polled
+ *     corrected ones included, is printed with that prefix).
+ *   - arm64: synchronous external aborts, SErrors and RAS extension records reach
+ *     the kernel through firmware first (ACPI APEI GHES), which logs every one as a
+ *     "[Hardware Error]" record: a GHES device must be bound
+ *     (/sys/bus/platform/drivers/GHES/GHES.<N>), then the count is those records.
+ *   The log counts only when it is complete since boot: it starts at sequence 0
+ *   with no gap.
  *   EDAC: the sum of ce_count + ue_count of every memory controller in
  *     /sys/devices/system/edac/mc/mc<N>; unknown without any controller (no EDAC
- *     driver watches the memory).
+ *     driver watches the memory). The same on both architectures.
+ * A fact that stays unknown says why (HandoffFacts.mce_unknown, .edac_unknown).
  *
  * The health_* parsers are pure; handoff_facts_gather() reads the files below a root
  * ("--root").
@@ -39,6 +46,12 @@ int health_parse_interrupts(const char *text, uint64_t *ret);
  * records do not start at sequence 0 or skip one (overwritten: the log is not
  * complete since boot), -EBADMSG on a record that is not in that format. */
 int health_count_kmsg_hw_errors(const char *text, size_t size, uint64_t *ret);
+
+/* Hardware errors since boot on a host of ARCH ("x86_64", "arm64") from the files
+ * below root (see above). On failure *ret_why says why the count is unknown (a static
+ * string): -ENOENT when the kernel has no source of them, -EOPNOTSUPP for another
+ * architecture, else the read or parse error. */
+int health_hw_errors(const char *root, const char *arch, uint64_t *ret, const char **ret_why);
 
 /* Sum of ce_count + ue_count below DIR (/sys/devices/system/edac/mc).
  * -ENOENT when there is no mc<N>; -EBADMSG when a counter is unreadable. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <systemd/sd-journal.h>
 
+#include "architecture.h"
 #include "config.h"
 #include "log.h"
 #include "macros.h"
@@ -105,6 +106,7 @@ static void add_host_backend_handoff(json_object *o, const Update *u, bool backe
 	(void)gethostname(host, sizeof(host) - 1);
 	json_object_object_add(o, "host", h = json_object_new_object());
 	add_str(h, "hostname", host[0] ? host : NULL);
+	add_str(h, "architecture", UPGRADED_ARCHITECTURE);
 	/* What the firmware and the old kernel allowed at stage (loader/platform.h). */
 	json_object_object_add(h, "platform", copy_of(u->platform));
 	/* On the panic path the handoff record is the crash kernel's. */

@@ -164,12 +164,13 @@ static void format_daemon(FILE *f, json_object *d, const char *version) {
 	bool has;
 
 	family(f, "upgraded_info",
-	       "The upgraded daemon: its version, the running kernel and the "
-	       "kexec backend it uses.");
+	       "The upgraded daemon: its version, the running kernel, the kexec backend "
+	       "it uses and the host's architecture.");
 	sample(f, "upgraded_info",
 	       (const char *const[]){ "version", version, "running_kernel",
 	                              jstr(d, "RunningKernel"), "backend",
-	                              jstr(jget(d, "Backend"), "Name"), NULL },
+	                              jstr(jget(d, "Backend"), "Name"), "architecture",
+	                              jstr(d, "Architecture"), NULL },
 	       "1");
 	family(f, "upgraded_backend_usable",
 	       "1 when the kexec backend can load a kernel on this host, 0 when it cannot.");

@@ -30,7 +30,7 @@ check "the daemon starts" fleet_start_daemon start
 check "at start: the textfile exists, idle, no update finished" \
         bash -c "grep -qx 'upgraded_state{state=\"idle\"} 1' '$PROM' && ! grep -q upgraded_last_update '$PROM'"
 check "at start: upgraded_info names the running kernel and the backend" \
-        has_line "upgraded_info\{version=\"[^\"]+\",running_kernel=\"$(uname -r)\",backend=\"record\"\} 1"
+        has_line "upgraded_info\{version=\"[^\"]+\",running_kernel=\"$(uname -r)\",backend=\"record\",architecture=\"$(uname -m | sed 's/aarch64/arm64/')\"\} 1"
 check "node_exporter reads only *.prom: no temporary file left" \
         test "$(ls "$ROOT$TEXTFILE_DIR")" = upgraded.prom
 
