@@ -193,6 +193,68 @@ void arm64_fdt_platform(const void *fdt, struct arm64_fdt_platform *ret) {
 	*ret = p;
 }
 
+/* PURGATORY_PSCI_* of a /psci node that speaks PSCI 0.2 or later. */
+static uint32_t psci_conduit(const void *fdt) {
+	int psci = fdt_path_offset(fdt, "/psci"), len;
+	const char *method;
+
+	if (psci < 0 || (fdt_node_check_compatible(fdt, psci, "arm,psci-0.2") != 0 &&
+	                 fdt_node_check_compatible(fdt, psci, "arm,psci-1.0") != 0))
+		return PURGATORY_PSCI_NONE;
+	method = fdt_getprop(fdt, psci, "method", &len);
+	if (method && len == 4 && memcmp(method, "hvc", 4) == 0)
+		return PURGATORY_PSCI_HVC;
+	if (method && len == 4 && memcmp(method, "smc", 4) == 0)
+		return PURGATORY_PSCI_SMC;
+	return PURGATORY_PSCI_NONE;
+}
+
+/* A property that is exactly the string want (with its NUL). */
+static bool prop_is(const void *fdt, int node, const char *name, const char *want) {
+	int len;
+	const char *v = fdt_getprop(fdt, node, name, &len);
+
+	return v && len == (int)strlen(want) + 1 && memcmp(v, want, (size_t)len) == 0;
+}
+
+/* The MPIDR in a cpu node's reg, by /cpus' #address-cells (1 or 2). */
+static bool cpu_mpidr(const void *fdt, int node, int ac, uint64_t *ret) {
+	int len;
+	const fdt32_t *reg = fdt_getprop(fdt, node, "reg", &len);
+
+	if (!reg || ac < 1 || ac > 2 || len != 4 * ac)
+		return false;
+	*ret = read_cells(reg, ac);
+	return true;
+}
+
+void arm64_fdt_cpus(const void *fdt, struct arm64_fdt_cpus *ret) {
+	struct arm64_fdt_cpus c = { .psci_conduit = psci_conduit(fdt) };
+	int cpus = fdt_path_offset(fdt, "/cpus"), node, ac;
+
+	if (c.psci_conduit == PURGATORY_PSCI_NONE || cpus < 0) {
+		*ret = (struct arm64_fdt_cpus){ .psci_conduit = PURGATORY_PSCI_NONE };
+		return;
+	}
+	ac = fdt_address_cells(fdt, cpus);
+	fdt_for_each_subnode(node, fdt, cpus) {
+		uint64_t mpidr;
+
+		if (!prop_is(fdt, node, "device_type", "cpu") ||
+		    !prop_is(fdt, node, "enable-method", "psci") ||
+		    (fdt_getprop(fdt, node, "status", NULL) &&
+		     !prop_is(fdt, node, "status", "okay")) ||
+		    !cpu_mpidr(fdt, node, ac, &mpidr))
+			continue;
+		if (c.nr == PURGATORY_MAX_CPUS) {
+			c.truncated = true;
+			break;
+		}
+		c.mpidr[c.nr++] = mpidr;
+	}
+	*ret = c;
+}
+
 /* Deletes prop from node; absent is fine. */
 static int delprop(void *fdt, int node, const char *name) {
 	int r = fdt_delprop(fdt, node, name);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "memrange.h"
+#include "purgatory-abi.h"
 
 /* booting.rst: "The device tree blob (dtb) must be placed on an 8-byte boundary and
  * must not exceed 2 megabytes in size." Read and written blobs alike. */
@@ -57,6 +58,18 @@ struct arm64_fdt_platform {
 	uint32_t reset_method;
 };
 
+/* The CPUs purgatory may hash on (docs/loader.md, "arm64: the CPUs"): the PSCI
+ * conduit of a /psci node compatible with "arm,psci-0.2" or later (PSCI 0.1 has
+ * no standard function numbers: none), and the MPIDR of each /cpus/cpu node
+ * with enable-method "psci" and no status other than "okay", in DT order, at
+ * most PURGATORY_MAX_CPUS (more are left out: *truncated). */
+struct arm64_fdt_cpus {
+	uint32_t psci_conduit; /* PURGATORY_PSCI_*; NONE: nr is 0 */
+	uint32_t nr;
+	bool truncated;
+	uint64_t mpidr[PURGATORY_MAX_CPUS];
+};
+
 /* Validates a blob of size bytes (header, totalsize <= size, the whole structure). */
 Arm64FdtError arm64_fdt_check(const void *fdt, size_t size);
 
@@ -72,6 +85,9 @@ Arm64FdtError arm64_fdt_reserved(const void *fdt, struct mem_range *ret, size_t 
 
 /* The console (PL011 or 16550 behind /chosen/stdout-path) and the PSCI conduit. */
 void arm64_fdt_platform(const void *fdt, struct arm64_fdt_platform *ret);
+
+/* The PSCI conduit and the CPUs (above); a malformed node counts as absent. */
+void arm64_fdt_cpus(const void *fdt, struct arm64_fdt_cpus *ret);
 
 /*
  * A new blob (malloc'd, packed, at most ARM64_FDT_MAX_SIZE) that is fdt with /chosen

@@ -230,12 +230,13 @@ static int build_place_dtb(struct arm64_build *b, LoaderError *ret_error) {
 }
 
 /* 7. Purgatory, in the window, with its parameters: the kernel's entry and x0 (the
- * DTB), the stamps field inside bootargs, the console and reset from the DT; 8. the
+ * DTB), the stamps field inside bootargs, the console, reset and CPUs from the DT; 8. the
  * digests of every other segment. */
 static int build_purgatory(struct arm64_build *b, LoaderError *ret_error) {
 	struct loader_image *img = b->img;
 	struct loader_segment digested[_LOADER_SEG_MAX];
 	struct arm64_fdt_platform plat;
+	struct arm64_fdt_cpus cpus;
 	struct purgatory_params *pp;
 	const uint8_t *blob;
 	size_t blob_size, n = 0;
@@ -272,6 +273,14 @@ static int build_purgatory(struct arm64_build *b, LoaderError *ret_error) {
 		.console_base = plat.console_base,
 		.reset_method = plat.reset_method,
 	};
+	/* The other CPUs hash too, except for a panic image: at a crash they were
+	 * stopped, not turned off, so PSCI cannot start them (one CPU). */
+	arm64_fdt_cpus(img->params_seg, &cpus);
+	if (!b->o->panic && cpus.nr > 1) {
+		pp->psci_conduit = cpus.psci_conduit;
+		pp->nr_cpus = cpus.nr;
+		memcpy(pp->cpu_mpidr, cpus.mpidr, sizeof(pp->cpu_mpidr));
+	}
 	for (int i = 0; i < _LOADER_SEG_MAX; i++)
 		if (i != LOADER_SEG_PURGATORY)
 			digested[n++] = img->segments[i];

@@ -44,8 +44,10 @@ arm64)
         # Generic code may not touch the FP/SIMD registers: only sha256-ce.S
         # does, after the entry enabled them. -mstrict-align: parts run with
         # the MMU off, where all memory is Device memory and faults on an
-        # unaligned access.
+        # unaligned access. -mno-outline-atomics: the atomics the CPUs share
+        # the chunks with are inline LDXR/STXR, not calls into libgcc.
         cflags="$cflags -mgeneral-regs-only -mstrict-align -mbranch-protection=none
+                -mno-outline-atomics
                 -I$srcdir/arm64"
         lds=$srcdir/arm64/purgatory.lds
         ;;

@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define PURGATORY_ABI_MAGIC   UINT64_C(0x3147525055504755) /* "UGPUPRG1" little-endian */
-#define PURGATORY_ABI_VERSION 3
+#define PURGATORY_ABI_VERSION 4
 
 /* kernel, initrd, boot_params + cmdline (x86_64) or the DTB (arm64), and room
  * to spare. */
@@ -47,6 +47,9 @@
  * the payload fits (a power of two from PURGATORY_CHUNK_SIZE_MIN up). */
 #define PURGATORY_MAX_CHUNKS     512
 #define PURGATORY_CHUNK_SIZE_MIN (UINT64_C(256) << 10)
+/* arm64: the CPUs that may hash at once (the boot CPU among them); a machine
+ * with more hashes on the first PURGATORY_MAX_CPUS its DT lists. */
+#define PURGATORY_MAX_CPUS       64
 
 /* Verified: hash every listed segment before jumping. Fast: do not. */
 #define PURGATORY_MODE_FAST     0
@@ -80,6 +83,14 @@
 #define PURGATORY_RESET_PSCI_SMC 1 /* arm64: PSCI SYSTEM_RESET by SMC (DT /psci method "smc") */
 #define PURGATORY_RESET_PSCI_HVC 2 /* arm64: PSCI SYSTEM_RESET by HVC (DT /psci method "hvc") */
 
+/* psci_conduit (arm64, since version 4): how purgatory calls PSCI 0.2's
+ * CPU_ON, CPU_OFF and AFFINITY_INFO to hash on the other CPUs (DT /psci with
+ * compatible "arm,psci-0.2" or later and its method). NONE: one CPU. At EL2,
+ * SMC whatever it says (an HVC would trap to purgatory itself). */
+#define PURGATORY_PSCI_NONE 0
+#define PURGATORY_PSCI_SMC  1
+#define PURGATORY_PSCI_HVC  2
+
 /* arch_state, written by arm64 purgatory as it runs (readable in a crash dump). */
 #define PURGATORY_ARCH_STATE_EL_MASK 0x3u      /* the exception level it was entered at */
 #define PURGATORY_ARCH_STATE_E2H     (1u << 2) /* entered at EL2 with HCR_EL2.E2H set (VHE) */
@@ -87,6 +98,9 @@
 #define PURGATORY_ARCH_STATE_NO_MMU \
 	(1u << 4) /* the map did not fit or 4 KiB pages are missing:
                                                     verified with the MMU off */
+#define PURGATORY_ARCH_STATE_SMP_LATE \
+	(1u << 5) /* a secondary CPU did not finish a chunk it claimed in time:
+                     the boot CPU hashed it again itself */
 
 /*
  * The cross-kexec stamps. The loader puts
@@ -103,8 +117,12 @@
  * arm64: the command line is the DTB's /chosen/bootargs (the loader records
  * the field's physical address inside the DTB segment), the counter is
  * CNTVCT_EL0, and the field is PURGATORY_STAMPS_FIELD_LEN_ARM64 long: the x86
- * layout, then ",FFFFFFFF", CNTFRQ_EL0 in Hz (8 hex digits), so a reader
- * parses the first PURGATORY_STAMPS_FIELD_LEN characters the same way on both.
+ * layout, then ",FFFFFFFF,CC,LL": CNTFRQ_EL0 in Hz (8 hex digits), the CPUs
+ * that hashed (2 hex digits: 0 in fast mode, 1 when the boot CPU hashed
+ * alone) and the secondary CPUs purgatory started that were not off yet when
+ * it entered the kernel (2 hex digits, normally 0: the new kernel lacks
+ * them), so a reader parses the first PURGATORY_STAMPS_FIELD_LEN characters
+ * the same way on both.
  * Why CNTVCT_EL0: EL1 and EL2 can both read it (CNTPCT_EL0 may trap at EL1
  * under a hypervisor), it is what the next kernel's clocksource and
  * sched_clock read when it runs at EL1, and at EL2 Linux zeroes CNTVOFF_EL2,
@@ -114,10 +132,13 @@
 #define PURGATORY_STAMPS_KEY             "upgraded.stamps="
 #define PURGATORY_STAMPS_FIELD_LEN       54
 #define PURGATORY_STAMPS_TEMPLATE        "0000000000000000,0000000000000000,0000000000000000,-,-"
-#define PURGATORY_STAMPS_FIELD_LEN_ARM64 63
-#define PURGATORY_STAMPS_TEMPLATE_ARM64  PURGATORY_STAMPS_TEMPLATE ",00000000"
+#define PURGATORY_STAMPS_FIELD_LEN_ARM64 69
+#define PURGATORY_STAMPS_TEMPLATE_ARM64  PURGATORY_STAMPS_TEMPLATE ",00000000,00,00"
 #define PURGATORY_STAMPS_FREQ_POS        (PURGATORY_STAMPS_FIELD_LEN + 1)
 #define PURGATORY_STAMPS_FREQ_DIGITS     8 /* CNTFRQ_EL0 in Hz, lowercase hex */
+#define PURGATORY_STAMPS_CPUS_DIGITS     2 /* CPUs that hashed, then those left on: lowercase hex */
+#define PURGATORY_STAMPS_CPUS_POS        (PURGATORY_STAMPS_FREQ_POS + 9)
+#define PURGATORY_STAMPS_LEFT_ON_POS     (PURGATORY_STAMPS_CPUS_POS + 3)
 /* The field this architecture's purgatory writes. */
 #if defined(__aarch64__)
 #define PURGATORY_STAMPS_FIELD_LEN_NATIVE PURGATORY_STAMPS_FIELD_LEN_ARM64
@@ -219,6 +240,13 @@ struct purgatory_params {
 
 	struct purgatory_segment segments[PURGATORY_MAX_SEGMENTS];
 	uint8_t chunk_sha256[PURGATORY_MAX_CHUNKS][32];
+
+	/* Since version 4 (arm64): hashing on every CPU (docs/purgatory.md). */
+	uint32_t psci_conduit; /* PURGATORY_PSCI_* */
+	uint32_t nr_cpus;      /* cpu_mpidr[] entries, the boot CPU's among them */
+	uint32_t cpus_hashed;  /* written: CPUs that hashed a chunk (0 in fast mode) */
+	uint32_t cpus_left_on; /* written: secondaries started and not off at the jump */
+	uint64_t cpu_mpidr[PURGATORY_MAX_CPUS]; /* MPIDR affinity (Aff3..Aff0) of each CPU */
 };
 
 _Static_assert(sizeof(struct purgatory_segment) == 32, "purgatory_segment layout");
@@ -243,8 +271,13 @@ _Static_assert(offsetof(struct purgatory_params, arch_state) == 124, "arch_state
 _Static_assert(offsetof(struct purgatory_params, segments) == 128, "segments offset");
 _Static_assert(offsetof(struct purgatory_params, chunk_sha256) == 128 + 32 * PURGATORY_MAX_SEGMENTS,
                "chunk_sha256 offset");
+#define PURGATORY_PARAMS_V4_OFFSET (128 + 32 * PURGATORY_MAX_SEGMENTS + 32 * PURGATORY_MAX_CHUNKS)
+_Static_assert(offsetof(struct purgatory_params, psci_conduit) == PURGATORY_PARAMS_V4_OFFSET,
+               "psci_conduit offset");
+_Static_assert(offsetof(struct purgatory_params, cpu_mpidr) == PURGATORY_PARAMS_V4_OFFSET + 16,
+               "cpu_mpidr offset");
 _Static_assert(sizeof(struct purgatory_params) ==
-                       128 + 32 * PURGATORY_MAX_SEGMENTS + 32 * PURGATORY_MAX_CHUNKS,
+                       PURGATORY_PARAMS_V4_OFFSET + 16 + 8 * PURGATORY_MAX_CPUS,
                "purgatory_params size");
 _Static_assert(offsetof(struct purgatory_params, entry_pc) == PURGATORY_PARAMS_ENTRY_PC,
                "arm64 entry offset of entry_pc");
@@ -258,9 +291,16 @@ _Static_assert(sizeof(PURGATORY_STAMPS_TEMPLATE) - 1 == PURGATORY_STAMPS_FIELD_L
 _Static_assert(PURGATORY_STAMPS_IMPL_POS + 1 == PURGATORY_STAMPS_FIELD_LEN, "stamps layout");
 _Static_assert(sizeof(PURGATORY_STAMPS_TEMPLATE_ARM64) - 1 == PURGATORY_STAMPS_FIELD_LEN_ARM64,
                "arm64 stamps template length");
-_Static_assert(PURGATORY_STAMPS_FREQ_POS + PURGATORY_STAMPS_FREQ_DIGITS ==
+_Static_assert(PURGATORY_STAMPS_CPUS_POS ==
+                       PURGATORY_STAMPS_FREQ_POS + PURGATORY_STAMPS_FREQ_DIGITS + 1,
+               "arm64 stamps: CPUs after the frequency");
+_Static_assert(PURGATORY_STAMPS_LEFT_ON_POS ==
+                       PURGATORY_STAMPS_CPUS_POS + PURGATORY_STAMPS_CPUS_DIGITS + 1,
+               "arm64 stamps: CPUs left on last");
+_Static_assert(PURGATORY_STAMPS_LEFT_ON_POS + PURGATORY_STAMPS_CPUS_DIGITS ==
                        PURGATORY_STAMPS_FIELD_LEN_ARM64,
                "arm64 stamps layout");
+_Static_assert(PURGATORY_MAX_CPUS < 256, "CPU counts fit the stamps' two digits");
 _Static_assert(offsetof(struct purgatory_params, entry_rip) == PURGATORY_PARAMS_ENTRY_RIP,
                "entry.S offset of entry_rip");
 _Static_assert(offsetof(struct purgatory_params, entry_rsi) == PURGATORY_PARAMS_ENTRY_RSI,

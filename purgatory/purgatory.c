@@ -17,13 +17,19 @@
 #include "sha256-mb.h"
 #include "sha256.h"
 
-#define UART_THR      0 /* 16550 transmit holding register */
-#define UART_LSR      5 /* 16550 line status register */
-#define UART_LSR_THRE 0x20
-#define PL011_DR      0x00   /* PL011 data register */
-#define PL011_FR      0x18   /* PL011 flag register */
-#define PL011_FR_TXFF 0x20   /* transmit FIFO full */
-#define UART_SPIN_MAX 100000 /* polls per character before giving up on the UART */
+#define UART_THR             0 /* 16550 transmit holding register */
+#define UART_LSR             5 /* 16550 line status register */
+#define UART_LSR_THRE        0x20
+#define PL011_DR             0x00   /* PL011 data register */
+#define PL011_FR             0x18   /* PL011 flag register */
+#define PL011_FR_TXFF        0x20   /* transmit FIFO full */
+#define UART_SPIN_MAX        100000 /* polls per character before giving up on the UART */
+/* How long the boot CPU waits for a chunk another CPU claimed, beyond the
+ * slowest chunk it hashed itself, before hashing it again: a second, and
+ * eight of its own slowest chunks. */
+#define WORK_GRACE_SECONDS   1
+#define WORK_GRACE_CHUNKS    8
+#define COUNTER_FREQ_UNKNOWN UINT32_C(1000000000) /* when CNTFRQ_EL0 reads 0 */
 
 /* The console the parameter block names: a kind and where it is. */
 struct console {
@@ -221,14 +227,22 @@ void purgatory_format_stamps(const struct purgatory_stamps *s, char mode, char i
 	out[o++] = impl;
 }
 
+/* digits lowercase hex digits of v at out, a separator before them. */
+static void put_hex_field(char *out, uint32_t v, int digits) {
+	out[-1] = PURGATORY_STAMPS_SEPARATOR;
+	for (int i = 0; i < digits; i++)
+		out[i] = "0123456789abcdef"[(v >> (4 * (digits - 1 - i))) & 0xf];
+}
+
 void purgatory_format_stamps_arm64(const struct purgatory_stamps *s, char mode, char impl,
-                                   uint32_t freq,
+                                   uint32_t freq, uint32_t cpus, uint32_t left_on,
                                    char out[static PURGATORY_STAMPS_FIELD_LEN_ARM64]) {
 	purgatory_format_stamps(s, mode, impl, out);
-	out[PURGATORY_STAMPS_FIELD_LEN] = PURGATORY_STAMPS_SEPARATOR;
-	for (int i = 0; i < PURGATORY_STAMPS_FREQ_DIGITS; i++)
-		out[PURGATORY_STAMPS_FREQ_POS + i] =
-		        "0123456789abcdef"[(freq >> (28 - 4 * i)) & 0xf];
+	put_hex_field(out + PURGATORY_STAMPS_FREQ_POS, freq, PURGATORY_STAMPS_FREQ_DIGITS);
+	put_hex_field(out + PURGATORY_STAMPS_CPUS_POS, cpus > 0xff ? 0xff : cpus,
+	              PURGATORY_STAMPS_CPUS_DIGITS);
+	put_hex_field(out + PURGATORY_STAMPS_LEFT_ON_POS, left_on > 0xff ? 0xff : left_on,
+	              PURGATORY_STAMPS_CPUS_DIGITS);
 }
 
 static char impl_char(Sha256Impl impl) {
@@ -257,9 +271,112 @@ static void check_layout(const struct purgatory_params *p) {
 		refuse(p, "chunk count does not match the segments");
 }
 
+/* The segment chunk idx belongs to (the layout was checked). */
+static unsigned segment_of_chunk(const struct purgatory_params *p, uint64_t idx) {
+	unsigned i = 0;
+
+	while (idx >= p->segments[i].first_chunk + p->segments[i].nr_chunks)
+		i++;
+	return i;
+}
+
+/* [ret_addr, ret_addr + ret_size): the bytes of chunk idx. */
+static void chunk_range(const struct purgatory_params *p, uint64_t idx, uint64_t *ret_addr,
+                        uint64_t *ret_size) {
+	const struct purgatory_segment *s = &p->segments[segment_of_chunk(p, idx)];
+	uint64_t off = (idx - s->first_chunk) * p->chunk_size;
+
+	*ret_addr = s->addr + off;
+	*ret_size = s->filesz - off < p->chunk_size ? s->filesz - off : p->chunk_size;
+}
+
+__attribute__((noreturn)) static void refuse_chunk(const struct purgatory_params *p, uint64_t idx) {
+	unsigned i = segment_of_chunk(p, idx);
+	struct where w = { .segment = (int)i,
+		           .what = "chunk",
+		           .chunk = (int64_t)(idx - p->segments[i].first_chunk) };
+
+	chunk_range(p, idx, &w.addr, &w.size);
+	refuse_at(p, "SHA-256 mismatch", &w);
+}
+
+uint64_t purgatory_work_run(struct purgatory_work *w, bool *ret_hashed) {
+	uint64_t slowest = 0;
+	bool first = true;
+
+	for (;;) {
+		uint64_t t0 = purgatory_arch_counter(), addr, size;
+		uint32_t idx;
+
+		if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+			break;
+		idx = __atomic_fetch_add(&w->next, 1, __ATOMIC_ACQ_REL);
+		if (idx >= w->p->nr_chunks)
+			break;
+		chunk_range(w->p, idx, &addr, &size);
+		sha256_digest_impl(w->impl, (const void *)(uintptr_t)addr, size, w->digest[idx]);
+		if (first)
+			__atomic_fetch_add(&w->cpus, 1, __ATOMIC_ACQ_REL);
+		first = false;
+		__atomic_store_n(&w->done[idx], 1, __ATOMIC_RELEASE);
+		if (purgatory_arch_counter() - t0 > slowest)
+			slowest = purgatory_arch_counter() - t0;
+	}
+	if (ret_hashed)
+		*ret_hashed = !first;
+	return slowest;
+}
+
+static struct purgatory_work work;
+
+/*
+ * The chunks hashed on every CPU that started (docs/purgatory.md, "Hashing on
+ * every CPU"). False when no other CPU started: the caller hashes alone. The
+ * boot CPU hashes too, then waits (bounded) for the chunks the others
+ * claimed; one not done in time it hashes again itself. It alone compares.
+ */
+static bool verify_chunks_cpus(struct purgatory_params *p, Sha256Impl impl) {
+	uint64_t freq = p->counter_freq ? p->counter_freq : COUNTER_FREQ_UNKNOWN, deadline;
+	bool late = false, hashed;
+
+	work = (struct purgatory_work){ .p = p, .impl = impl };
+	if (purgatory_arch_cpus_start(p, &work) == 0)
+		return false;
+	deadline =
+	        purgatory_work_run(&work, &hashed) * WORK_GRACE_CHUNKS + freq * WORK_GRACE_SECONDS;
+	deadline += purgatory_arch_counter();
+	for (uint32_t idx = 0; idx < p->nr_chunks; idx++) {
+		uint8_t d[SHA256_DIGEST_SIZE];
+		uint64_t addr, size;
+
+		while (!__atomic_load_n(&work.done[idx], __ATOMIC_ACQUIRE) &&
+		       purgatory_arch_counter() < deadline)
+			;
+		if (__atomic_load_n(&work.done[idx], __ATOMIC_ACQUIRE)) {
+			if (!digest_equal(work.digest[idx], p->chunk_sha256[idx]))
+				refuse_chunk(p, idx);
+			continue;
+		}
+		/* Claimed and not done in time, or never claimed: here, now. */
+		__atomic_store_n(&work.stop, 1, __ATOMIC_RELEASE);
+		late = true;
+		chunk_range(p, idx, &addr, &size);
+		sha256_digest_impl(impl, (const void *)(uintptr_t)addr, size, d);
+		if (!digest_equal(d, p->chunk_sha256[idx]))
+			refuse_chunk(p, idx);
+	}
+	__atomic_store_n(&work.stop, 1, __ATOMIC_RELEASE);
+	if (late)
+		p->arch_state |= PURGATORY_ARCH_STATE_SMP_LATE;
+	/* Counted by each CPU before its first chunk was marked done. */
+	p->cpus_hashed = __atomic_load_n(&work.cpus, __ATOMIC_ACQUIRE) + (late && !hashed);
+	p->cpus_left_on = purgatory_arch_cpus_stop(p);
+	return true;
+}
+
 /* Every segment: the zero-filled rest must be zero, and every chunk of what
  * was loaded from the file must have its recorded digest. */
-static void verify_segments(const struct purgatory_params *p, Sha256Impl impl) {
+static void verify_segments(struct purgatory_params *p, Sha256Impl impl) {
 	struct sha256_mb_msg msgs[PURGATORY_MAX_SEGMENTS];
 	uint8_t d[SHA256_DIGEST_SIZE];
 	struct sha256_mb mb;
@@ -280,27 +397,13 @@ static void verify_segments(const struct purgatory_params *p, Sha256Impl impl) {
 		msgs[i] = (struct sha256_mb_msg){ .data = base, .size = s->filesz };
 	}
 
+	if (verify_chunks_cpus(p, impl))
+		return;
+	p->cpus_hashed = 1;
 	sha256_mb_start(&mb, impl, msgs, p->nr_segments, p->chunk_size);
-	while (sha256_mb_next(&mb, &idx, d)) {
-		unsigned i = 0;
-		uint64_t k;
-
-		if (digest_equal(d, p->chunk_sha256[idx]))
-			continue;
-		while (idx >= p->segments[i].first_chunk + p->segments[i].nr_chunks)
-			i++;
-		k = idx - p->segments[i].first_chunk;
-		refuse_at(p, "SHA-256 mismatch",
-		          &(struct where){
-		                  .segment = (int)i,
-		                  .what = "chunk",
-		                  .chunk = (int64_t)k,
-		                  .addr = p->segments[i].addr + k * p->chunk_size,
-		                  .size = p->segments[i].filesz - k * p->chunk_size < p->chunk_size
-		                                  ? p->segments[i].filesz - k * p->chunk_size
-		                                  : p->chunk_size,
-		          });
-	}
+	while (sha256_mb_next(&mb, &idx, d))
+		if (!digest_equal(d, p->chunk_sha256[idx]))
+			refuse_chunk(p, idx);
 }
 
 /* The field this purgatory's architecture writes, at stamps_addr. */
@@ -310,7 +413,8 @@ static void write_stamps(const struct purgatory_params *p, char mode, char impl)
 	if (p->stamps_addr == 0 || p->stamps_len != PURGATORY_STAMPS_FIELD_LEN_NATIVE)
 		return;
 #if defined(__aarch64__)
-	purgatory_format_stamps_arm64(&p->stamps, mode, impl, p->counter_freq, field);
+	purgatory_format_stamps_arm64(&p->stamps, mode, impl, p->counter_freq, p->cpus_hashed,
+	                              p->cpus_left_on, field);
 #else
 	purgatory_format_stamps(&p->stamps, mode, impl, field);
 #endif
@@ -338,8 +442,12 @@ void purgatory_main(struct purgatory_params *p) {
 	verify = p->mode == PURGATORY_MODE_VERIFIED;
 	if (verify && p->nr_segments == 0)
 		refuse(p, "verified mode without digests");
+	if (p->nr_cpus > PURGATORY_MAX_CPUS)
+		refuse(p, "too many CPUs listed");
 	p->stamps.tsc_entry = t_entry;
 	p->counter_freq = purgatory_arch_counter_freq();
+	p->cpus_hashed = 0;
+	p->cpus_left_on = 0;
 
 	/* 2. Verification, over an identity map with the caches on (arm64). */
 	if (verify) {

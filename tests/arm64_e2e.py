@@ -254,8 +254,8 @@ def prepare(cache, xenctrl, counter, loader_tool=None, work=None):
     return env
 
 
-def qemu_argv(env, case, uefi):
-    argv = ["qemu-system-aarch64", "-M", "virt", "-cpu", "max,pauth-impdef=on", "-smp", "1",
+def qemu_argv(env, case, uefi, smp=1):
+    argv = ["qemu-system-aarch64", "-M", "virt", "-cpu", "max,pauth-impdef=on", "-smp", str(smp),
             "-m", "1024", "-display", "none", "-monitor", "none", "-nic", "none",
             "-no-reboot", "-serial", "stdio", "-kernel", env["old_image"],
             "-initrd", env["initramfs"],
@@ -265,14 +265,14 @@ def qemu_argv(env, case, uefi):
     return argv
 
 
-def boot(env, case, uefi, stop, timeout=240):
-    """Boots the old kernel for CASE and reads the serial console until
+def boot(env, case, uefi, stop, timeout=240, smp=1):
+    """Boots the old kernel for CASE on SMP CPUs and reads the serial console until
     stop(lines) is true, QEMU exits, or TIMEOUT s pass. Returns (lines as
     [(host monotonic seconds, text)], QEMU's exit code or None if it was
     stopped, t0 = when QEMU was started, QEMU's CPU seconds)."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    p = subprocess.Popen(qemu_argv(env, case, uefi), stdin=subprocess.DEVNULL,
+    p = subprocess.Popen(qemu_argv(env, case, uefi, smp), stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines, buf, rc = [], b"", None
     try:
@@ -323,22 +323,29 @@ def find(lines, pattern, after=None):
     return next((l for l in lines[start:] if rx.search(l[1])), None)
 
 
-def new_kernel_up(env):
-    """A stop() for boot(): the new kernel printed its banner and command line."""
+CPUS_UP_RE = re.compile(r"smp: Brought up \d+ nodes?, (\d+) CPUs?")
+
+
+def new_kernel_up(env, cpus=False):
+    """A stop() for boot(): the new kernel printed its banner and command line
+    (and, with cpus, how many CPUs it brought up)."""
     rx = banner_re(NEW_PKG, env["versions"][NEW_PKG])
 
     def stop(lines):
         b = find(lines, rx)
-        return b is not None and find(lines, r"Kernel command line:", b) is not None
+        if b is None or find(lines, r"Kernel command line:", b) is None:
+            return False
+        return not cpus or find(lines, CPUS_UP_RE, b) is not None
     return stop
 
 
 STAMPS_RE = re.compile(r"upgraded\.stamps=([0-9a-f]{16}),([0-9a-f]{16}),([0-9a-f]{16}),"
-                       r"([vfp-]),(.),([0-9a-f]{8})")
+                       r"([vfp-]),(.),([0-9a-f]{8}),([0-9a-f]{2}),([0-9a-f]{2})")
 
 
 def stamps(cmdline_line):
-    """(E, V, J in seconds, mode, impl) from the new kernel's command line, or None."""
+    """(E, V, J in seconds, mode, impl, CPUs that hashed, CPUs left on) from the
+    new kernel's command line, or None."""
     m = STAMPS_RE.search(cmdline_line)
     if not m:
         return None
@@ -346,20 +353,23 @@ def stamps(cmdline_line):
     if not hz:
         return None
     e, v, j = (int(m.group(i), 16) / hz for i in (1, 2, 3))
-    return e, v, j, m.group(4), m.group(5)
+    return e, v, j, m.group(4), m.group(5), int(m.group(7), 16), int(m.group(8), 16)
 
 
 def summarize(env, lines):
     """What one handoff shows on the console, by the external clock:
     exec (the mark before `kexec -e`), starting (kexec_core's last line),
     banner and cmdline of the new kernel, the stamps (seconds of CNTVCT_EL0),
-    and the mismatch line. Missing ones are None."""
+    the CPUs the new kernel brought up, and the mismatch line. Missing ones
+    are None."""
     s = {"exec": find(lines, re.escape(MARK_EXEC))}
     s["starting"] = find(lines, r"kexec_core: Starting new kernel", s["exec"]) if s["exec"] \
         else None
     s["banner"] = find(lines, banner_re(NEW_PKG, env["versions"][NEW_PKG]))
     s["cmdline"] = find(lines, r"Kernel command line:", s["banner"]) if s["banner"] else None
     s["stamps"] = stamps(s["cmdline"][1]) if s["cmdline"] else None
+    up = find(lines, CPUS_UP_RE, s["banner"]) if s["banner"] else None
+    s["cpus_up"] = int(CPUS_UP_RE.search(up[1]).group(1)) if up else None
     c = find(lines, r"^E2E: counter [0-9a-f]{16} [0-9a-f]{8}$", s["exec"]) if s["exec"] \
         else None
     # The counter as the host read it: (host seconds, guest counter seconds).

@@ -132,6 +132,59 @@ static void write_fdt_alias(const char *root) {
 	write_at(root, "/sys/firmware/fdt", out, fdt_totalsize(out));
 }
 
+/* Rewrites root's /sys/firmware/fdt with more CPUs under /cpus (the fixture has
+ * cpu@0 and cpu@1): cpu@2 disabled, cpu@3 by spin-table, cpu@100 (MPIDR Aff1 = 1)
+ * by PSCI, then `extra` more PSCI CPUs; psci_compat replaces /psci's compatible
+ * when given. */
+static void write_fdt_cpus(const char *root, unsigned extra, const char *psci_compat) {
+	static const struct {
+		const char *name;
+		uint32_t reg;
+		const char *method, *status;
+	} add[] = {
+		{ "cpu@2", 2, "psci", "disabled" },
+		{ "cpu@3", 3, "spin-table", NULL },
+		{ "cpu@100", 0x100, "psci", "okay" },
+	};
+	_cleanup_free_ char *in = NULL, *path = NULL;
+	_cleanup_free_ uint8_t *out = NULL;
+	size_t size, room;
+	int cpus, node;
+
+	assert_int_equal(path_prefix_root(root, "/sys/firmware/fdt", &path), 0);
+	assert_int_equal(read_file_full(path, 1 << 21, &in, &size), 0);
+	room = size + 1024 + 128 * extra;
+	out = calloc(1, room);
+	assert_int_equal(fdt_open_into(in, out, room), 0);
+	cpus = fdt_path_offset(out, "/cpus");
+	assert_true(cpus >= 0);
+	for (size_t i = 0; i < ELEMENTSOF(add) + extra; i++) {
+		char name[32];
+
+		if (i < ELEMENTSOF(add))
+			snprintf(name, sizeof(name), "%s", add[i].name);
+		else
+			snprintf(name, sizeof(name), "cpu@%zx", 0x10000 + i);
+		node = fdt_add_subnode(out, cpus, name);
+		assert_true(node >= 0);
+		assert_int_equal(fdt_setprop_string(out, node, "device_type", "cpu"), 0);
+		assert_int_equal(fdt_setprop_u32(out, node, "reg",
+		                                 i < ELEMENTSOF(add) ? add[i].reg : 0x10000 + i),
+		                 0);
+		assert_int_equal(fdt_setprop_string(out, node, "enable-method",
+		                                    i < ELEMENTSOF(add) ? add[i].method : "psci"),
+		                 0);
+		if (i < ELEMENTSOF(add) && add[i].status)
+			assert_int_equal(fdt_setprop_string(out, node, "status", add[i].status), 0);
+	}
+	if (psci_compat)
+		assert_int_equal(fdt_setprop_string(out, fdt_path_offset(out, "/psci"),
+		                                    "compatible", psci_compat),
+		                 0);
+	assert_int_equal(fdt_pack(out), 0);
+	write_at(root, "/sys/firmware/fdt", out, fdt_totalsize(out));
+}
+
 static int open_tmp(const void *data, size_t size) {
 	char path[] = "/tmp/test-arm64-XXXXXX";
 	int fd = mkstemp(path);
@@ -511,6 +564,67 @@ static void test_arm64_loader_dt_memory_alias(void **state) {
 	write_at(c->root, "/proc/iomem", iomem_virt, strlen(iomem_virt));
 }
 
+static bool has_mpidr(const struct purgatory_params *pp, uint64_t mpidr) {
+	for (unsigned i = 0; i < pp->nr_cpus; i++)
+		if (pp->cpu_mpidr[i] == mpidr)
+			return true;
+	return false;
+}
+
+/* The CPUs purgatory hashes on: every /cpus node PSCI starts and not disabled, with
+ * /psci's conduit; one CPU (nothing listed) for a panic image and
+ * without PSCI 0.2; at most PURGATORY_MAX_CPUS. */
+static void test_arm64_loader_cpus(void **state) {
+	struct ctx *c = *state;
+	struct loader_image *img = NULL;
+	const struct purgatory_params *pp;
+	LoaderError e;
+
+	/* The fixture: QEMU -smp 2, PSCI 1.0 by HVC. */
+	assert_int_equal(build(c, false, true, &img, &e), 0);
+	pp = loader_image_params(img);
+	assert_int_equal(pp->psci_conduit, PURGATORY_PSCI_HVC);
+	assert_int_equal(pp->nr_cpus, 2);
+	assert_int_equal(pp->cpu_mpidr[0], 0);
+	assert_int_equal(pp->cpu_mpidr[1], 1);
+	loader_image_free(img);
+
+	write_fdt_cpus(c->root, 0, NULL);
+	assert_int_equal(build(c, false, true, &img, &e), 0);
+	pp = loader_image_params(img);
+	assert_int_equal(pp->psci_conduit, PURGATORY_PSCI_HVC);
+	assert_int_equal(pp->nr_cpus, 3);
+	assert_true(has_mpidr(pp, 0) && has_mpidr(pp, 1) && has_mpidr(pp, 0x100));
+	assert_int_equal(pp->cpu_mpidr[3], 0);
+	loader_image_free(img);
+
+	/* A crash kernel boots on one CPU: the others were stopped, not turned off. */
+	assert_int_equal(build(c, true, true, &img, &e), 0);
+	assert_int_equal(loader_image_params(img)->nr_cpus, 0);
+	assert_int_equal(loader_image_params(img)->psci_conduit, PURGATORY_PSCI_NONE);
+	loader_image_free(img);
+
+	/* PSCI 0.1 only: its function numbers are the firmware's own. The reset
+	 * still takes the conduit. */
+	write_fdt(c->root);
+	write_fdt_cpus(c->root, 0, "arm,psci");
+	assert_int_equal(build(c, false, true, &img, &e), 0);
+	assert_int_equal(loader_image_params(img)->nr_cpus, 0);
+	assert_int_equal(loader_image_params(img)->reset_method, PURGATORY_RESET_PSCI_HVC);
+	loader_image_free(img);
+
+	/* More CPUs than the block holds: the first PURGATORY_MAX_CPUS. */
+	write_fdt(c->root);
+	write_fdt_cpus(c->root, PURGATORY_MAX_CPUS, NULL);
+	assert_int_equal(build(c, false, true, &img, &e), 0);
+	pp = loader_image_params(img);
+	assert_int_equal(pp->nr_cpus, PURGATORY_MAX_CPUS);
+	for (unsigned i = 0; i < PURGATORY_MAX_CPUS; i++)
+		assert_false(pp->cpu_mpidr[i] == 2 || pp->cpu_mpidr[i] == 3);
+	loader_image_free(img);
+	write_fdt(c->root);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arm64_loader_normal),
@@ -520,6 +634,7 @@ int main(void) {
 		cmocka_unit_test(test_arm64_loader_refusals),
 		cmocka_unit_test(test_arm64_loader_bad_inputs),
 		cmocka_unit_test(test_arm64_loader_dt_memory_alias),
+		cmocka_unit_test(test_arm64_loader_cpus),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,15 +4,19 @@
 boots in qemu-system-aarch64 (TCG) on a busybox initramfs, loads 6.1.0-57
 and kexecs into it (tests/arm64_e2e.py). One boot per case:
 
-  ours-verified  direct   our loader, verified: the new kernel's banner (its
-                          ABI and Debian version), its command line with the
-                          stamps: three increasing counts, 'v', the SHA-256
-                          implementation, CNTFRQ_EL0
-  ours-corrupt   direct   our loader, a kernel digest made wrong after hashing:
-                          purgatory's mismatch line, a reset (QEMU exits), no
-                          new kernel
-  ours-fast      UEFI     our loader, fast: banner, stamps with 'f,-'
-  ours-verified  UEFI     as the first, through QEMU_EFI.fd
+  ours-verified  direct   our loader, verified, -smp 2: the new kernel's banner
+                 2 CPUs   (its ABI and Debian version), its command line with
+                          the stamps: three increasing counts, 'v', the SHA-256
+                          implementation, CNTFRQ_EL0, 2 CPUs hashed, none left
+                          on; and the new kernel brought up 2 CPUs (purgatory
+                          turned its second CPU off again as PSCI wants)
+  ours-corrupt   direct   our loader, a kernel digest made wrong after hashing,
+                 2 CPUs   -smp 2: purgatory's mismatch line, a reset (QEMU
+                          exits), no new kernel
+  ours-fast      UEFI     our loader, fast: banner, stamps with 'f,-', 0 CPUs
+                          hashed
+  ours-verified  UEFI     as the first, through QEMU_EFI.fd, -smp 1: the boot
+                          CPU hashed alone (1 CPU)
   kexec-fast     direct   kexec-tools `kexec -l -i`: the new banner (the path
                           the measured facts name, and the benchmark's baseline)
   kexec-fast     UEFI     the same through QEMU_EFI.fd
@@ -42,8 +46,8 @@ def loader_supported(tool):
     return r.returncode == 0 and "arm64" in r.stdout
 
 
-def check(env, case, uefi, lines, rc):
-    """What is wrong with the boot of CASE, as a list."""
+def check(env, case, uefi, lines, rc, smp=1):
+    """What is wrong with the boot of CASE on SMP CPUs, as a list."""
     s = e2e.summarize(env, lines)
     wrong = []
     if not s["old_banner"]:
@@ -77,6 +81,11 @@ def check(env, case, uefi, lines, rc):
         elif not (0 < st[0] <= st[1] <= st[2]) or st[3] != want or \
                 (want == "f") != (st[4] == "-"):
             wrong.append("stamps %s, want mode %s" % (st, want))
+        elif st[5:] != ((0 if want == "f" else smp), 0):
+            wrong.append("stamps say %d CPUs hashed, %d left on; want %d, 0" %
+                         (st[5], st[6], 0 if want == "f" else smp))
+    if smp > 1 and s["cpus_up"] != smp:
+        wrong.append("the new kernel brought up %s CPUs, not %d" % (s["cpus_up"], smp))
     return wrong
 
 
@@ -88,11 +97,11 @@ def main():
     tool = os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else None
     ours = loader_supported(tool)
     if ours:
-        cases = [("ours-verified", False), ("ours-corrupt", False), ("ours-fast", True),
-                 ("ours-verified", True)]
+        cases = [("ours-verified", False, 2), ("ours-corrupt", False, 2), ("ours-fast", True, 1),
+                 ("ours-verified", True, 1)]
     else:
         print("our loader-tool cannot load arm64 Images yet: kexec-tools cases only")
-        cases = [("kexec-fast", False), ("kexec-fast", True)]
+        cases = [("kexec-fast", False, 1), ("kexec-fast", True, 1)]
     t_start = time.monotonic()
     failed = 0
     with tempfile.TemporaryDirectory(prefix="test-loader-arm64-qemu.") as work:
@@ -101,22 +110,24 @@ def main():
         except e2e.Skip as e:
             print("skipped: %s" % e)
             return 77
-        arm64_probe.add(env, *cases[0])
+        arm64_probe.add(env, *cases[0][:2])
         print("old %s %s, new %s %s; initramfs %.1f MiB" %
               (e2e.OLD_PKG, env["versions"][e2e.OLD_PKG], e2e.NEW_PKG,
                env["versions"][e2e.NEW_PKG], os.path.getsize(env["initramfs"]) / 2**20))
-        for case, uefi in cases:
+        for case, uefi, smp in cases:
             t0 = time.monotonic()
             if case == "ours-corrupt":
                 stop = lambda lines: False  # purgatory resets: QEMU exits
             else:
-                stop = e2e.new_kernel_up(env)
-            lines, rc, _, _ = e2e.boot(env, case, uefi, stop)
-            wrong = check(env, case, uefi, lines, rc) + arm64_probe.check(env, case, uefi, lines)
-            name = "%s/%s" % ("uefi" if uefi else "direct", case)
-            st = e2e.summarize(env, lines)["stamps"]
-            detail = ", stamps %s,%s, verify %.3f s" % (st[3], st[4], st[1] - st[0]) if st else ""
-            print("%-22s %s (%.1f s%s)" % (name, "; ".join(wrong) or "ok", time.monotonic() - t0,
+                stop = e2e.new_kernel_up(env, cpus=smp > 1)
+            lines, rc, _, _ = e2e.boot(env, case, uefi, stop, smp=smp)
+            wrong = check(env, case, uefi, lines, rc, smp) + arm64_probe.check(env, case, uefi, lines)
+            name = "%s/%s/smp%d" % ("uefi" if uefi else "direct", case, smp)
+            s = e2e.summarize(env, lines)
+            st = s["stamps"]
+            detail = ", stamps %s,%s, verify %.3f s, %d CPUs hashed, %s up" % (
+                st[3], st[4], st[1] - st[0], st[5], s["cpus_up"]) if st else ""
+            print("%-26s %s (%.1f s%s)" % (name, "; ".join(wrong) or "ok", time.monotonic() - t0,
                                            detail))
             if wrong:
                 print("\n".join("  %8.3f %s" % (t - lines[0][0], l) for t, l in lines))

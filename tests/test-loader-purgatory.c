@@ -52,6 +52,14 @@ uint32_t purgatory_arch_mmio_read(uint64_t addr, unsigned width) {
 void purgatory_arch_mmio_write(uint64_t addr, unsigned width, uint32_t value) {
 }
 
+unsigned purgatory_arch_cpus_start(struct purgatory_params *p, struct purgatory_work *w) {
+	return 0;
+}
+
+unsigned purgatory_arch_cpus_stop(struct purgatory_params *p) {
+	return 0;
+}
+
 void purgatory_arch_map(struct purgatory_params *p) {
 }
 

@@ -10,9 +10,10 @@
  * DTB), it branches to the blob at PURGATORY_ADDR.
  *
  * The fake kernel prints, on the PL011, how it was entered:
- *   FAKE KERNEL el=E sctlr=S x0=A x1=B x2=C x3=D state=T
+ *   FAKE KERNEL el=E sctlr=S x0=A x1=B x2=C x3=D state=T cpu1=P
  *   ARGS <the NUL-terminated string at x0: the stand-in DTB's bootargs>
- * (hex; state is the parameter block's arch_state), then powers the machine
+ * (hex; state is the parameter block's arch_state, cpu1 PSCI AFFINITY_INFO of
+ * the CPU with MPIDR 1: 0 on, 1 off, negative without one), then powers the machine
  * off through PSCI (SMC at EL2, HVC at EL1). Built by meson, run by
  * test-purgatory-arm64-qemu.py.
  */
@@ -22,6 +23,7 @@
 #define PURGATORY_ADDR 0x40200000
 #define ARCH_STATE     (PURGATORY_ADDR + 0x40 + 124)
 #define PSCI_SYSTEM_OFF 0x84000008
+#define PSCI_AFFINITY_INFO 0xc4000004
 #define HCR_RW         (1 << 31)
 #define HCR_TGE        (1 << 27)
 #define HCR_E2H        (1 << 34)
@@ -93,6 +95,17 @@ fake_kernel:
 	ldr	x9, =ARCH_STATE
 	ldr	w0, [x9]
 	bl	puthex
+	adr	x0, s_cpu1
+	bl	puts
+	ldr	x0, =PSCI_AFFINITY_INFO
+	mov	x1, #1
+	mov	x2, xzr
+	cmp	x23, #2
+	b.eq	5f
+	hvc	#0
+	b	6f
+5:	smc	#0
+6:	bl	puthex
 	adr	x0, s_args
 	bl	puts
 	mov	x0, x19
@@ -141,6 +154,7 @@ s_x1:	.asciz	" x1="
 s_x2:	.asciz	" x2="
 s_x3:	.asciz	" x3="
 s_state: .asciz	" state="
+s_cpu1:	.asciz	" cpu1="
 s_args:	.asciz	"\nARGS "
 s_nl:	.asciz	"\n"
 	.ltorg

@@ -14,6 +14,11 @@ hands over) and at EL2 with E2H set (as a VHE kernel hands over):
                           ARMv8 SHA-2 instructions and with generic code, in each
                           chunk, in the zero-filled rest, in the stand-in DTB
   fast, corrupted      -> the kernel is entered, stamps 'f,-', MMU never on
+  -smp 2, CPUs 0 and 1 -> both hashed (stamps ',02,00'), the second one off
+  listed, PSCI given      again at the kernel's entry (the fake kernel asks
+                          AFFINITY_INFO); a corrupt chunk still refused
+  one CPU: -smp 1, panic, -> the boot CPU hashed alone (',01,00')
+  MMU off
   MMU off (bench flag) -> verified all the same, with the MMU off
   refusals             -> a panic image in fast mode, a bad magic, a bad version,
                           an unknown flag: the line, a reset, no kernel
@@ -43,16 +48,18 @@ KEY = b"upgraded.stamps="
 PREFIX = b"console=ttyAMA0 "
 CNTFRQ = 62500000  # QEMU's virt board
 GENERIC_REQUEST, CE_REQUEST = 1, 5  # Sha256Impl + 1
-STATE_EL_MASK, STATE_E2H, STATE_MMU = 0x3, 0x4, 0x8
+STATE_EL_MASK, STATE_E2H, STATE_MMU, STATE_SMP_LATE = 0x3, 0x4, 0x8, 0x20
+PSCI_AFFINITY_OFF = 1
 # (label, -M machine, stub config (E2H), expected EL)
 LEVELS = [("el1", "virt", 0, 1), ("el2", "virt,virtualization=on", 0, 2),
           ("el2-vhe", "virt,virtualization=on", 1, 2)]
 
 
-def build(workdir, blob, mode, flags, corrupt=None, request=0, patch=None):
+def build(workdir, blob, mode, flags, corrupt=None, request=0, patch=None, conduit=pp.PSCI_NONE):
     """Writes the blob with its parameters, the payload and the stand-in DTB;
     corrupt: (segment, offset) of a byte flipped after the digests were taken;
-    patch: (offset in the parameter block, struct format, value)."""
+    patch: (offset in the parameter block, struct format, value); conduit:
+    PSCI to start the CPUs with MPIDR 0 and 1 by (none: one CPU)."""
     payload = bytearray((i * 131 + 7) & 0xFF for i in range(PAYLOAD_FILESZ))
     payload += bytes(PAYLOAD_MEMSZ - PAYLOAD_FILESZ)
     text = PREFIX + KEY + pp.TEMPLATE_ARM64
@@ -62,7 +69,8 @@ def build(workdir, blob, mode, flags, corrupt=None, request=0, patch=None):
                           [(PAYLOAD_ADDR, bytes(payload[:PAYLOAD_FILESZ]), PAYLOAD_MEMSZ),
                            (DTB_ADDR, bytes(dtb), len(dtb))],
                           CHUNK_SIZE, request, console_kind=pp.CONSOLE_PL011,
-                          console_base=UART))
+                          console_base=UART, psci_conduit=conduit,
+                          mpidrs=(0, 1) if conduit else ()))
     if patch:
         struct.pack_into(patch[1], p, patch[0], patch[2])
     blob = bytearray(blob)
@@ -74,14 +82,15 @@ def build(workdir, blob, mode, flags, corrupt=None, request=0, patch=None):
             f.write(data)
 
 
-def boot(workdir, stub, machine, e2h, dtb_addr=DTB_ADDR):
+def boot(workdir, stub, machine, e2h, dtb_addr=DTB_ADDR, smp=1):
     serial = os.path.join(workdir, "serial.txt")
     if os.path.exists(serial):
         os.unlink(serial)
     load = lambda name, addr: ["-device", "loader,file=%s,addr=%#x,force-raw=on" %
                                (os.path.join(workdir, name), addr)]
     r = subprocess.run(["qemu-system-aarch64", "-M", machine, "-cpu", "max,pauth-impdef=on",
-                        "-m", "256", "-display", "none", "-monitor", "none", "-no-reboot",
+                        "-smp", str(smp), "-m", "256", "-display", "none", "-monitor", "none",
+                        "-no-reboot",
                         "-serial", "file:" + serial, "-kernel", stub,
                         "-device", "loader,addr=%#x,data=%d,data-len=8" % (STUB_CONFIG, e2h)] +
                        load("purgatory.bin", PURGATORY_ADDR) + load("payload.bin", PAYLOAD_ADDR) +
@@ -91,11 +100,13 @@ def boot(workdir, stub, machine, e2h, dtb_addr=DTB_ADDR):
         return r.returncode, f.read() + r.stdout.decode(errors="replace")
 
 
-def check_entry(out, el, mode, impl, mmu):
+def check_entry(out, el, mode, impl, mmu, cpus=1):
     """The fake kernel's line and the stamps: what the boot protocol and the
-    report rely on. Returns a list of what is wrong."""
+    report rely on; cpus: how many must have hashed (2: and the second is off
+    again when the kernel is entered). Returns a list of what is wrong."""
     m = re.search(r"FAKE KERNEL el=([0-9a-f]+) sctlr=([0-9a-f]+) x0=([0-9a-f]+) "
-                  r"x1=([0-9a-f]+) x2=([0-9a-f]+) x3=([0-9a-f]+) state=([0-9a-f]+)", out)
+                  r"x1=([0-9a-f]+) x2=([0-9a-f]+) x3=([0-9a-f]+) state=([0-9a-f]+) "
+                  r"cpu1=([0-9a-f]+)", out)
     if not m:
         return ["the kernel was not entered"]
     v = [int(x, 16) for x in m.groups()]
@@ -106,11 +117,13 @@ def check_entry(out, el, mode, impl, mmu):
         wrong.append("MMU or D-cache on at the kernel entry (SCTLR %#x)" % v[1])
     if v[2] != DTB_ADDR or v[3] or v[4] or v[5]:
         wrong.append("x0..x3 = %s" % [hex(x) for x in v[2:6]])
-    if (v[6] & STATE_EL_MASK) != el or bool(v[6] & STATE_MMU) != mmu:
+    if (v[6] & STATE_EL_MASK) != el or bool(v[6] & STATE_MMU) != mmu or v[6] & STATE_SMP_LATE:
         wrong.append("arch_state %#x" % v[6])
+    if cpus > 1 and v[7] != PSCI_AFFINITY_OFF:
+        wrong.append("the second CPU is not off at the kernel's entry (AFFINITY_INFO %#x)" % v[7])
     s = re.search(r"ARGS " + re.escape(PREFIX.decode() + KEY.decode()) +
-                  r"([0-9a-f]{16}),([0-9a-f]{16}),([0-9a-f]{16}),(.),(.),([0-9a-f]{8})$", out,
-                  re.M)
+                  r"([0-9a-f]{16}),([0-9a-f]{16}),([0-9a-f]{16}),(.),(.),([0-9a-f]{8}),"
+                  r"([0-9a-f]{2}),([0-9a-f]{2})$", out, re.M)
     if not s:
         return wrong + ["no stamps field in the bootargs"]
     t = [int(x, 16) for x in s.groups()[:3]]
@@ -120,6 +133,9 @@ def check_entry(out, el, mode, impl, mmu):
         wrong.append("mode/impl %s,%s" % (s.group(4), s.group(5)))
     if int(s.group(6), 16) != CNTFRQ:
         wrong.append("frequency %s" % s.group(6))
+    hashed = 0 if mode == "f" else cpus
+    if int(s.group(7), 16) != hashed or int(s.group(8), 16) != 0:
+        wrong.append("CPUs hashed %s, left on %s; want %d, 0" % (s.group(7), s.group(8), hashed))
     return wrong
 
 
@@ -152,6 +168,47 @@ def cases():
     return c
 
 
+def smp_cases(conduit):
+    """Two CPUs listed and started by PSCI (conduit: the level's): (name, mode,
+    flags, corrupt, request, conduit, -smp, expect), expect as in cases() with
+    the CPUs that must have hashed."""
+    seg0 = r"SHA-256 mismatch: segment 0 at 0x%016x size 0x%016x, chunk 8 at 0x%016x" % (
+        PAYLOAD_ADDR, PAYLOAD_MEMSZ, PAYLOAD_ADDR + 8 * CHUNK_SIZE)
+    return [
+        ("smp2-verified-ce", pp.MODE_VERIFIED, 0, None, CE_REQUEST, conduit, 2,
+         ("v", "c", True, 2)),
+        ("smp2-verified-generic", pp.MODE_VERIFIED, 0, None, GENERIC_REQUEST, conduit, 2,
+         ("v", "g", True, 2)),
+        ("smp2-corrupt-c8", pp.MODE_VERIFIED, 0, (0, 8 * CHUNK_SIZE + 99), CE_REQUEST, conduit,
+         2, seg0),
+        # One CPU: no second one to start (CPU_ON refused), a panic image, the MMU off.
+        ("smp1-listed", pp.MODE_VERIFIED, 0, None, CE_REQUEST, conduit, 1, ("v", "c", True, 1)),
+        ("smp2-panic", pp.MODE_VERIFIED, pp.FLAG_PANIC, None, CE_REQUEST, conduit, 2,
+         ("p", "c", True, 1)),
+        ("smp2-mmu-off", pp.MODE_VERIFIED, pp.FLAG_MMU_OFF, None, CE_REQUEST, conduit, 2,
+         ("v", "c", False, 1)),
+        ("smp2-fast", pp.MODE_FAST, 0, None, 0, conduit, 2, ("f", "-", False, 1)),
+    ]
+
+
+def run_case(workdir, blob, stub, machine, e2h, el, case):
+    """Boots one case; returns the list of what is wrong and the output."""
+    name, mode, flags, corrupt, request, patch, conduit, smp, expect = case
+    build(workdir, blob, mode, flags, corrupt, request, patch, conduit)
+    rc, out = boot(workdir, stub, machine, e2h, smp=smp)
+    if isinstance(expect, tuple):
+        wrong = check_entry(out, el, *expect)
+    else:
+        wrong = []
+        if "FAKE KERNEL" in out:
+            wrong.append("the kernel was entered")
+        if not re.search(r"upgraded purgatory: " + expect + r".*resetting", out):
+            wrong.append("no refusal line matching %r" % expect)
+    if rc != 0:
+        wrong.append("qemu exit %d" % rc)
+    return wrong, out
+
+
 def main():
     if not shutil.which("qemu-system-aarch64"):
         print("qemu-system-aarch64 not installed: skipped")
@@ -162,23 +219,18 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory(prefix="test-purgatory-arm64-qemu.") as workdir:
         for level, machine, e2h, el in LEVELS:
-            for name, mode, flags, corrupt, request, patch, expect in cases():
+            # PSCI as QEMU's virt board offers it: HVC at EL1, SMC with EL2.
+            conduit = pp.PSCI_SMC if el == 2 else pp.PSCI_HVC
+            run = [c[:6] + (pp.PSCI_NONE, 1, c[6]) for c in cases()]
+            run += [c[:5] + (None,) + c[5:] for c in smp_cases(conduit)]
+            for case in run:
+                name = case[0]
                 # Every path at EL1; at EL2 the paths whose registers differ.
                 if el == 2 and name not in ("verified", "verified-mmu-off", "fast-corrupt",
-                                            "corrupt-ce-c8", "panic-fast"):
+                                            "corrupt-ce-c8", "panic-fast", "smp2-verified-ce",
+                                            "smp2-corrupt-c8", "smp1-listed"):
                     continue
-                build(workdir, blob, mode, flags, corrupt, request, patch)
-                rc, out = boot(workdir, stub, machine, e2h)
-                if isinstance(expect, tuple):
-                    wrong = check_entry(out, el, *expect)
-                else:
-                    wrong = []
-                    if "FAKE KERNEL" in out:
-                        wrong.append("the kernel was entered")
-                    if not re.search(r"upgraded purgatory: " + expect + r".*resetting", out):
-                        wrong.append("no refusal line matching %r" % expect)
-                if rc != 0:
-                    wrong.append("qemu exit %d" % rc)
+                wrong, out = run_case(workdir, blob, stub, machine, e2h, el, case)
                 print("%-28s %s\n%s" % (level + "/" + name, "; ".join(wrong) or "ok", out.strip()))
                 failed += bool(wrong)
     return 1 if failed else 0

@@ -8,9 +8,11 @@
  * to the PoC before the jump, the stamps field is the arm64 one (with
  * CNTFRQ_EL0), the mismatch line goes to a PL011 or a 16550 at its MMIO
  * address, and the reset gets the parameter block (PSCI conduit). Also the
- * SHA-256 implementation choice from ID_AA64ISAR0_EL1 and HWCAP_SHA2.
+ * SHA-256 implementation choice from ID_AA64ISAR0_EL1 and HWCAP_SHA2. The
+ * chunks shared with other CPUs: threads stand in for the CPUs PSCI starts.
  */
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +34,7 @@
 #define CHUNK_SIZE (64 << 10)
 
 static uint64_t fake_counter;
+static bool counter_frozen;
 static char console[4096];
 static size_t console_len;
 static unsigned console_width;
@@ -44,8 +47,10 @@ static struct {
 } cleans[32];
 static unsigned nr_cleans;
 
+/* 1000 ticks a read; none while a thread hashes as another CPU: its speed
+ * under qemu-aarch64 is not what the boot CPU's bounded wait is about. */
 uint64_t purgatory_arch_counter(void) {
-	return fake_counter += 1000;
+	return __atomic_add_fetch(&fake_counter, counter_frozen ? 0 : 1000, __ATOMIC_RELAXED);
 }
 
 uint32_t purgatory_arch_counter_freq(void) {
@@ -89,6 +94,50 @@ void purgatory_arch_reset(const struct purgatory_params *p) {
 	resets++;
 	reset_method_seen = p->reset_method;
 	longjmp(reset_jmp, 1);
+}
+
+/* The other CPUs: what the fake CPU_ON does. */
+enum cpus_kind {
+	CPUS_NONE,  /* none started: the boot CPU hashes alone */
+	CPUS_ALL,   /* one thread hashes every chunk before the boot CPU looks */
+	CPUS_ONE,   /* one thread hashes at least one chunk, then the rest is shared */
+	CPUS_STUCK, /* one "CPU" claims chunk 0, never finishes it, never turns off */
+};
+static enum cpus_kind cpus_kind;
+static pthread_t cpu_thread;
+static bool cpu_thread_running;
+
+static void *cpu_main(void *arg) {
+	(void)purgatory_work_run(arg, NULL);
+	return NULL;
+}
+
+unsigned purgatory_arch_cpus_start(struct purgatory_params *p, struct purgatory_work *w) {
+	switch (cpus_kind) {
+	case CPUS_NONE:
+		return 0;
+	case CPUS_STUCK:
+		(void)__atomic_fetch_add(&w->next, 1, __ATOMIC_ACQ_REL);
+		return 1;
+	default:
+		assert_int_equal(pthread_create(&cpu_thread, NULL, cpu_main, w), 0);
+		cpu_thread_running = true;
+		if (cpus_kind == CPUS_ALL) {
+			assert_int_equal(pthread_join(cpu_thread, NULL), 0);
+			cpu_thread_running = false;
+		} else
+			while (__atomic_load_n(&w->cpus, __ATOMIC_ACQUIRE) == 0)
+				;
+		return 1;
+	}
+}
+
+unsigned purgatory_arch_cpus_stop(struct purgatory_params *p) {
+	if (cpu_thread_running) {
+		assert_int_equal(pthread_join(cpu_thread, NULL), 0);
+		cpu_thread_running = false;
+	}
+	return cpus_kind == CPUS_STUCK;
 }
 
 struct fixture {
@@ -142,6 +191,7 @@ static int setup(void **state) {
 	console_len = 0;
 	memset(console, 0, sizeof(console));
 	resets = maps = nr_cleans = 0;
+	cpus_kind = CPUS_NONE;
 	*state = f;
 	return 0;
 }
@@ -149,6 +199,10 @@ static int setup(void **state) {
 static int teardown(void **state) {
 	struct fixture *f = *state;
 
+	if (cpu_thread_running) {
+		pthread_join(cpu_thread, NULL);
+		cpu_thread_running = false;
+	}
 	free(f->kernel);
 	free(f);
 	return 0;
@@ -186,9 +240,10 @@ static void test_verified_maps_cleans_and_stamps(void **state) {
 
 	purgatory_format_stamps_arm64(&f->params.stamps, PURGATORY_STAMPS_MODE_VERIFIED,
 	                              f->params.sha256_impl == SHA256_IMPL_ARMV8_CE ? 'c' : 'g',
-	                              FREQ, want);
+	                              FREQ, 1, 0, want);
 	assert_memory_equal(field(f), want, PURGATORY_STAMPS_FIELD_LEN_ARM64);
-	assert_memory_equal(field(f) + PURGATORY_STAMPS_FIELD_LEN, ",03b9aca0", 9);
+	assert_memory_equal(field(f) + PURGATORY_STAMPS_FIELD_LEN, ",03b9aca0,01,00", 15);
+	assert_int_equal(f->params.cpus_hashed, 1);
 	assert_int_equal(field(f)[PURGATORY_STAMPS_FIELD_LEN_ARM64], 0);
 	assert_int_equal(resets, 0);
 }
@@ -203,7 +258,81 @@ static void test_fast_maps_nothing(void **state) {
 	assert_int_equal(maps, 0);
 	assert_int_equal(nr_cleans, 1);
 	assert_int_equal(cleans[0].addr, f->params.stamps_addr);
-	assert_memory_equal(field(f) + PURGATORY_STAMPS_MODE_POS, "f,-,03b9aca0", 12);
+	assert_memory_equal(field(f) + PURGATORY_STAMPS_MODE_POS, "f,-,03b9aca0,00,00", 18);
+}
+
+/* Another CPU hashed: counted in the block and the stamps, none late. It
+ * may have taken every chunk before the boot CPU claimed one (1 CPU hashed),
+ * or not (2); with all the chunks its own, it alone counts. */
+static void test_cpus_share_chunks(void **state) {
+	struct fixture *f = *state;
+	char want[16];
+
+	cpus_kind = CPUS_ONE;
+	counter_frozen = true;
+	assert_true(run(f));
+	counter_frozen = false;
+	assert_in_range(f->params.cpus_hashed, 1, 2);
+	assert_int_equal(f->params.cpus_left_on, 0);
+	assert_false(f->params.arch_state & PURGATORY_ARCH_STATE_SMP_LATE);
+	snprintf(want, sizeof(want), "03b9aca0,%02x,00", f->params.cpus_hashed);
+	assert_memory_equal(field(f) + PURGATORY_STAMPS_FREQ_POS, want, 14);
+	assert_int_equal(nr_cleans, 3);
+
+	teardown(state);
+	setup(state);
+	f = *state;
+	cpus_kind = CPUS_ALL;
+	assert_true(run(f));
+	assert_int_equal(f->params.cpus_hashed, 1);
+	assert_memory_equal(field(f) + PURGATORY_STAMPS_FREQ_POS, "03b9aca0,01,00", 14);
+}
+
+/* A chunk another CPU hashed wrong bytes of is refused like one the boot
+ * CPU hashed: its digests are compared, not trusted. */
+static void test_cpus_mismatch_refused(void **state) {
+	struct fixture *f = *state;
+
+	cpus_kind = CPUS_ALL;
+	f->kernel[(128 << 10) + 5] ^= 0x40;
+	assert_false(run(f));
+	assert_int_equal(resets, 1);
+	assert_non_null(strstr(console, "SHA-256 mismatch: segment 0"));
+	assert_non_null(strstr(console, "chunk 2 at"));
+	assert_memory_equal(field(f), PURGATORY_STAMPS_TEMPLATE_ARM64,
+	                    PURGATORY_STAMPS_FIELD_LEN_ARM64);
+}
+
+/* A CPU that claimed a chunk and never finished it: the boot CPU waits its
+ * bounded time, hashes the chunk itself (a bad one is still refused), and
+ * records the CPU left on. */
+static void test_cpus_stuck_chunk_hashed_again(void **state) {
+	struct fixture *f = *state;
+
+	cpus_kind = CPUS_STUCK;
+	assert_true(run(f));
+	assert_true(f->params.arch_state & PURGATORY_ARCH_STATE_SMP_LATE);
+	assert_int_equal(f->params.cpus_hashed, 1);
+	assert_int_equal(f->params.cpus_left_on, 1);
+	assert_memory_equal(field(f) + PURGATORY_STAMPS_FREQ_POS, "03b9aca0,01,01", 14);
+
+	teardown(state);
+	setup(state);
+	f = *state;
+	cpus_kind = CPUS_STUCK;
+	f->kernel[7] ^= 1; /* chunk 0: the one the stuck CPU claimed */
+	assert_false(run(f));
+	assert_non_null(strstr(console, "SHA-256 mismatch: segment 0"));
+	assert_non_null(strstr(console, "chunk 0 at"));
+}
+
+/* More CPUs than the block can list: a misread contract, refused. */
+static void test_too_many_cpus_refused(void **state) {
+	struct fixture *f = *state;
+
+	f->params.nr_cpus = PURGATORY_MAX_CPUS + 1;
+	assert_false(run(f));
+	assert_non_null(strstr(console, "too many CPUs listed"));
 }
 
 /* A mismatch: the line on the PL011 (CR before LF), a reset with the block's
@@ -287,6 +416,11 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_verified_maps_cleans_and_stamps, setup,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_fast_maps_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cpus_share_chunks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cpus_mismatch_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cpus_stuck_chunk_hashed_again, setup,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_too_many_cpus_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mismatch_pl011_and_psci, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_console_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_x86_field_length_untouched, setup, teardown),

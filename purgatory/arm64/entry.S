@@ -20,6 +20,7 @@
  */
 
 #include "purgatory-abi.h"
+#include "smp-boot.h"
 
 #define REGIME_EL2 1 /* arch-arm64.c: EL2 without E2H, which has its own registers */
 
@@ -116,5 +117,91 @@ purgatory_vector_common:
 	bl	purgatory_exception_c
 5:	wfi
 	b	5b
+
+/*
+ * A secondary CPU, started by the boot CPU with PSCI CPU_ON (smp-arm64.c), at
+ * the boot CPU's EL with its MMU and caches off; x0 (the context id) is the
+ * top of its own stack. It takes the boot CPU's translation regime as
+ * purgatory_smp_boot holds it (same tables, MAIR, TCR, SCTLR: its loads are
+ * cacheable and coherent, its atomics on normal memory), enables FP/SIMD, and
+ * only then touches its stack: C hashes its share of the chunks and turns
+ * the CPU off. A CPU at another EL than the boot CPU turns itself off at once.
+ */
+	.globl	purgatory_secondary_entry
+purgatory_secondary_entry:
+	msr	daifset, #0xf
+	msr	spsel, #1
+	mov	x19, x0
+	adrp	x9, purgatory_smp_boot
+	add	x9, x9, :lo12:purgatory_smp_boot
+	ldr	x10, [x9, #SMP_BOOT_EL]
+	mrs	x11, CurrentEL
+	cmp	x10, x11
+	b.ne	purgatory_secondary_off
+	ldr	x12, [x9, #SMP_BOOT_MAIR]
+	ldr	x13, [x9, #SMP_BOOT_TCR]
+	ldr	x14, [x9, #SMP_BOOT_TTBR0]
+	ldr	x15, [x9, #SMP_BOOT_SCTLR]
+	ldr	x16, [x9, #SMP_BOOT_CPACR]
+	ldr	x17, [x9, #SMP_BOOT_VBAR]
+	cmp	x11, #(2 << 2)
+	b.eq	6f
+	msr	mair_el1, x12
+	msr	tcr_el1, x13
+	msr	ttbr0_el1, x14
+	msr	cpacr_el1, x16
+	msr	vbar_el1, x17
+	isb
+	tlbi	vmalle1
+	ic	iallu
+	dsb	nsh
+	isb
+	msr	sctlr_el1, x15
+	isb
+	b	7f
+6:	ldr	x10, [x9, #SMP_BOOT_HCR]
+	msr	hcr_el2, x10
+	isb
+	msr	mair_el2, x12
+	msr	tcr_el2, x13
+	msr	ttbr0_el2, x14
+	msr	cptr_el2, x16
+	msr	vbar_el2, x17
+	isb
+	tlbi	alle2
+	ic	iallu
+	dsb	nsh
+	isb
+	msr	sctlr_el2, x15
+	isb
+7:	mov	sp, x19
+	bl	purgatory_secondary_c
+	/* fall through: purgatory_secondary_c() returns only to turn off */
+
+/* PSCI CPU_OFF by the conduit purgatory_smp_boot names. Never returns; if the
+ * call fails, the CPU waits for an interrupt that never comes (masked). */
+	.globl	purgatory_secondary_off
+purgatory_secondary_off:
+	adrp	x9, purgatory_smp_boot
+	add	x9, x9, :lo12:purgatory_smp_boot
+	ldr	x10, [x9, #SMP_BOOT_SMC]
+	movz	x0, #PSCI_0_2_CPU_OFF_HI, lsl #16
+	movk	x0, #PSCI_0_2_CPU_OFF_LO
+	cbnz	x10, 8f
+	hvc	#0
+	b	9f
+8:	smc	#0
+9:	wfi
+	b	9b
+
+/* A secondary CPU's vectors: any exception turns that CPU off. The boot CPU
+ * hashes again what it claimed and did not finish. */
+	.p2align 11
+	.globl	purgatory_secondary_vectors
+purgatory_secondary_vectors:
+	.rept	16
+	.p2align 7
+	b	purgatory_secondary_off
+	.endr
 
 	.section .note.GNU-stack, "", %progbits

@@ -42,6 +42,7 @@ static void fuzz_fdt(const uint8_t *data, size_t size) {
 	static const struct mem_range usable[] = { { 0xa0000000, 0xafffffff, 0 } };
 	struct mem_range r[ARM64_FDT_MAX_RANGES];
 	struct arm64_fdt_platform plat;
+	struct arm64_fdt_cpus cpus;
 	struct arm64_fdt_chosen c = { .bootargs = "console=ttyAMA0 upgraded.panic=1",
 		                      .initrd_start = 0x48000000,
 		                      .initrd_end = 0x48100000,
@@ -62,6 +63,10 @@ static void fuzz_fdt(const uint8_t *data, size_t size) {
 	(void)arm64_fdt_memory(copy, r, ELEMENTSOF(r), &n);
 	(void)arm64_fdt_reserved(copy, r, ELEMENTSOF(r), &n);
 	arm64_fdt_platform(copy, &plat);
+	arm64_fdt_cpus(copy, &cpus);
+	if (cpus.nr > PURGATORY_MAX_CPUS ||
+	    (cpus.nr > 0 && cpus.psci_conduit == PURGATORY_PSCI_NONE))
+		abort();
 	if (arm64_fdt_rewrite(copy, &c, &out, &out_size, &off) == ARM64_FDT_OK) {
 		if (out_size > ARM64_FDT_MAX_SIZE || fdt_check_full(out, out_size) != 0 ||
 		    off >= out_size || strcmp((const char *)out + off, c.bootargs) != 0)
