@@ -22,6 +22,8 @@ rl_built_for_trixie() {
         grep -aEq 'GCC: \(Debian 14\.' /usr/sbin/upgraded
 }
 
+# kv_report: new.sh's `upgradectl report --json`, on one line.
+# shellcheck disable=SC2154
 rl_report_kernel() { # rl_report_kernel old_kernel|new_kernel RELEASE
         grep -o "\"$1\":{[^}]*}" <<<"$kv_report" | grep -qF "\"version\":\"$2"
 }
