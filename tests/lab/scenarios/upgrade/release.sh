@@ -32,6 +32,25 @@ rl_after_libvirt() {
         systemctl show -p After --value upgraded.service | tr ' ' '\n' | grep -qx "$rl_libvirt"
 }
 
+# Whether the host's QEMU offers the migration mode cpr-reboot (keep-ram's supported form on
+# QEMU >= 8.2, docs/lab.md): asked of QMP on a running counter VM (its schema's MigMode
+# values), not inferred from a version. Recorded, not checked: keep-ram does not use it yet.
+rl_qmp_cpr() {
+        local vm schema version offered=no
+        vm=$(lab_counter_vms | head -n 1)
+        [ -n "$vm" ] || return 0
+        schema=$(virsh qemu-monitor-command "$vm" '{"execute":"query-qmp-schema"}' 2>&1)
+        version=$(virsh qemu-monitor-command "$vm" '{"execute":"query-version"}' 2>&1 |
+                grep -o '"qemu":{[^}]*}')
+        version=$(for k in major minor micro; do
+                grep -o "\"$k\": *[0-9]*" <<<"$version" | grep -o '[0-9]*$'
+        done | paste -sd. -)
+        grep -q '"cpr-reboot"' <<<"$schema" && offered=yes
+        virsh qemu-monitor-command "$vm" '{"execute":"query-migrate-parameters"}' \
+                >"$LAB_RESULTS/qmp-migrate-parameters.json" 2>&1
+        lab_marker qmp-cpr-reboot offered=$offered qemu="$version" vm="$vm"
+}
+
 rl_checks() {
         local ok=0 u
         rl_libvirt=$(lab_libvirt_unit)
@@ -53,5 +72,6 @@ rl_checks() {
         lab_check report-names-new-kernel rl_report_kernel new_kernel "$LAB_KERNEL_NEW" || ok=1
         lab_check "libvirt-daemon-active-$rl_libvirt" systemctl -q is-active "$rl_libvirt" || ok=1
         lab_check upgraded-after-libvirt-daemon rl_after_libvirt || ok=1
+        rl_qmp_cpr
         return $ok
 }
