@@ -55,6 +55,10 @@
 #                                   "next-panic" and crash the kernel (sysrq c); the crash
 #                                   kernel runs phase "panic" (panic.sh), whose lab_finish
 #                                   ends the run
+#   lab_libvirt_unit                the libvirt daemon that runs the host's QEMU VMs: virtqemud.service
+#                                   where the host uses libvirt's modular daemons (enabled, or
+#                                   its socket), else libvirtd.service; restart it to make
+#                                   libvirt read a new hook or qemu.conf
 #   lab_unit_mono UNIT              a unit's ActiveEnterTimestampMonotonic (usec, 0: never)
 #   lab_journal_mono MESSAGE_ID     the monotonic usec of this boot's last journal entry
 #                                   with that MESSAGE_ID (empty when there is none)
@@ -62,7 +66,8 @@
 # Files: results go under $LAB_RESULTS (/lab-results, the results disk the
 # runner reads back); $LAB_PAYLOAD (/lab-payload) is the read-only payload
 # disk; its lab.env (sourced here) sets LAB_KERNEL_OLD, LAB_KERNEL_NEW,
-# LAB_SCENARIO, LAB_COUNTER_ADDR, LAB_COUNTER_MAGIC, LAB_SAMPLE_INTERVAL.
+# LAB_RELEASE (bookworm|trixie), LAB_SCENARIO, LAB_COUNTER_ADDR, LAB_COUNTER_MAGIC,
+# LAB_SAMPLE_INTERVAL.
 # LAB_PHASE (old|panic|new|again) is set by the phase runner (guest/run-phase); panic is
 # the crash kernel of the panic scenario (upgraded.panic=1 on its command line), again
 # the old kernel booted once more after a refused handoff, or after the new kernel's
@@ -247,6 +252,17 @@ lab_check_loader_report() {
         lab_check daemon-idle sh -c 'upgradectl show -p State --value | grep -qx idle' || ok=1
         upgradectl report --json >"$LAB_RESULTS/upgradectl-report.json" 2>&1 || ok=1
         return $ok
+}
+
+lab_libvirt_unit() {
+        local u
+        for u in virtqemud.service virtqemud.socket; do
+                if systemctl -q is-enabled "$u" 2>/dev/null || systemctl -q is-active "$u"; then
+                        echo virtqemud.service
+                        return 0
+                fi
+        done
+        echo libvirtd.service
 }
 
 lab_critical_chain() {

@@ -50,13 +50,15 @@ kr_hook_path() {
 
 # The old kernel's host, as docs/vms.md's recipe has it: the region's DAX ext4 mounted on
 # libvirt's memory_backing_dir (fstab, so the new kernel mounts it too), that directory named
-# in qemu.conf, the libvirt hook installed, libvirtd restarted to read both before any VM
+# in qemu.conf, the libvirt hook installed, libvirt's daemon (libvirtd, or virtqemud on a host
+# with the modular daemons: lab_libvirt_unit) restarted to read both before any VM
 # runs (and the sampler, whose long-lived virsh would hold a dead connection), and the policy
 # drop-in `[VM] DefaultStrategy=keep-ram`, upgraded restarted to load it. Nothing else: QEMU
 # runs as Debian's libvirt-qemu and upgraded.service is the shipped unit. On failure
 # KR_FAILED names the step.
 kr_prepare_host() {
-        local hook
+        local hook libvirt
+        libvirt=$(lab_libvirt_unit)
         KR_FAILED=no-pmem-region
         lab_check region-present kr_region || return 1
         KR_FAILED=no-pmem-device
@@ -66,7 +68,7 @@ kr_prepare_host() {
         KR_FAILED=mkfs-failed
         mkfs.ext4 -q -F -b 4096 /dev/pmem0 || return 1
         mkdir -p "$KR_DIR"
-        echo "/dev/pmem0 $KR_DIR ext4 dax,nofail,x-systemd.before=libvirtd.service,x-systemd.required-by=libvirtd.service 0 0" >>/etc/fstab
+        echo "/dev/pmem0 $KR_DIR ext4 dax,nofail,x-systemd.before=$libvirt,x-systemd.required-by=$libvirt 0 0" >>/etc/fstab
         systemctl daemon-reload
         KR_FAILED=mount-failed
         mount "$KR_DIR" || return 1
@@ -79,7 +81,7 @@ kr_prepare_host() {
         ln -sf "$hook" "$KV_HOOK_LINK"
         lab_marker hook-installed path="$hook"
         KR_FAILED=libvirtd-restart-failed
-        systemctl restart libvirtd.service || return 1
+        systemctl restart "$libvirt" || return 1
         systemctl restart lab-sampler.service || true
         lab_check libvirtd-answers virsh -q list --all || return 1
         mkdir -p "${KV_POLICY%/*}"

@@ -103,6 +103,9 @@ lab_check defer-in-report kv_report_defer || ok=false
 lab_check defer-in-upgradectl-report grep -Eq '^ +Deferred units: .*lab-defer\.timer' \
         "$LAB_RESULTS/upgradectl-report.txt" || ok=false
 ls -R /run/systemd/generator >"$LAB_RESULTS/generator-new.txt" 2>&1
+# The release: os-release, upgraded built for it, the report's kernels, the libvirt daemon.
+. /lab-payload/scenarios/upgrade/release.sh
+rl_checks || ok=false
 # The report's critical path, held against systemd-analyze and the journal by the runner.
 lab_check critical-chain-collected lab_critical_chain || ok=false
 cat /proc/cmdline >"$LAB_RESULTS/cmdline-new.txt"
