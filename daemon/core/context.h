@@ -11,6 +11,7 @@
  * and the request to systemd; unit tests drive it directly.
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
@@ -147,8 +148,8 @@ typedef struct StagePlan StagePlan;
 int context_stage_prepare(Context *c, const StageRequest *req, StagePlan **ret,
                           sd_bus_error *error);
 const char *stage_plan_id(const StagePlan *p);
-int stage_plan_hash(StagePlan *p, const volatile bool *cancel, sd_bus_error *error);
-int context_stage_finish(Context *c, StagePlan *p, const volatile bool *cancel, Update **ret,
+int stage_plan_hash(StagePlan *p, const atomic_bool *cancel, sd_bus_error *error);
+int context_stage_finish(Context *c, StagePlan *p, const atomic_bool *cancel, Update **ret,
                          sd_bus_error *error);
 StagePlan *stage_plan_free(StagePlan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(StagePlan *, stage_plan_free);
