@@ -202,7 +202,7 @@ static int context_decide_shutdown(Context *c, Update *u) {
 	json_object_put(u->shutdown);
 	u->shutdown = d;
 	log_info("Update %s: %s shutdown of the old kernel (%s).", u->id,
-	         handoff_shutdown_is_fast(u) ? "fast" : "orderly",
+	         shutdown_mode_to_string(handoff_shutdown_mode(u)),
 	         json_object_get_string(
 	                 json_object_array_get_idx(json_object_object_get(d, "reasons"), 0)));
 	return 0;
