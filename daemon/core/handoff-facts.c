@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootlog.h"
 #include "cmdline.h"
 #include "fileio.h"
 #include "handoff-facts.h"
+#include "kmsg.h"
 #include "macros.h"
 #include "path-util.h"
 #include "string-util.h"
@@ -208,7 +208,7 @@ static int gather_mce(const char *root, uint64_t *ret) {
 	r = path_prefix_root(root, "/dev/kmsg", &path);
 	if (r < 0)
 		return r;
-	r = bootlog_read_kmsg(path, &kmsg, &size);
+	r = kmsg_read_all(path, &kmsg, &size);
 	if (r < 0)
 		return r;
 	r = health_count_kmsg_hw_errors(kmsg, size, &logged);

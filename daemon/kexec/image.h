@@ -16,7 +16,7 @@
 
 #include "bzimage.h"
 #include "digest.h"
-#include "update.h"
+#include "staged-file.h"
 
 #define IMAGE_VERSION_MAX 64
 

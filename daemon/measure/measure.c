@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macros.h"
 #include "job.h"
+#include "kmsg.h"
 #include "measure-internal.h"
 #include "path-util.h"
 #include "probe-open-bounded.h"
@@ -244,7 +245,7 @@ int measure_root_file(Measure *m, const char *path, char **ret_data, size_t *ret
 	if (r < 0)
 		return r;
 	if (streq(path, "/dev/kmsg"))
-		return bootlog_read_kmsg(p, ret_data, ret_size);
+		return kmsg_read_all(p, ret_data, ret_size);
 	return read_file_full(p, MEASURE_FILE_MAX, ret_data, ret_size);
 }
 
