@@ -8,6 +8,8 @@
  * boundaries: the update record, the report, the bus.
  */
 
+#include <stdint.h>
+
 typedef enum HandoffMode {
 	HANDOFF_MODE_VERIFIED, /* purgatory checks every segment's SHA-256 */
 	HANDOFF_MODE_FAST,     /* no check (planned update, the policy said so) */
@@ -17,6 +19,10 @@ typedef enum HandoffMode {
 
 /* The bit of mode in a set of modes (KexecBackend.supported_modes). */
 #define HANDOFF_MODE_BIT(m) (1u << (unsigned)(m))
+
+/* The purgatory's number for mode (purgatory-abi.h, PURGATORY_MODE_*), which numbers the modes
+ * the other way round: the one conversion. Anything but HANDOFF_MODE_FAST verifies. */
+uint32_t handoff_mode_to_purgatory(HandoffMode m);
 
 /* "verified", "fast"; NULL for anything else. */
 const char *handoff_mode_to_string(HandoffMode m);

@@ -571,7 +571,7 @@ static int setup_vms(const Args *a, Context *c, VmWiring **ret) {
 	r = vm_event_loop_start();
 	if (r < 0)
 		log_warning_errno(r, "Cannot start libvirt's event loop, no keepalive: %m");
-	/* The VM steps: commit check, checkpoint, rollback, restore. */
+	/* The VMs' step: commit check, checkpoint, rollback, restore. */
 	r = vms_attach(c, a->libvirt_uri, ret);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the VM steps: %m");
@@ -615,7 +615,7 @@ static int setup_loop(const Args *a, Context *c, sd_event **ret_event, Measure *
 	r = sd_event_default(&event);
 	if (r < 0)
 		return log_error_errno(r, "Failed to allocate the event loop: %m");
-	/* Before any VM step registers: the probe must run before the first pause. */
+	/* Its step runs where ContextStepId puts it: before the VMs' first pause. */
 	r = measure_new(
 	        &(MeasureOptions){ .root = a->root, .bus_address = a->bus_address, .event = event },
 	        &measure);
@@ -659,6 +659,7 @@ static int run(int argc, char *argv[]) {
 	r = setup_vms(&a, c, &vms);
 	if (r < 0)
 		return r;
+	vms_set_measure(vms, measure);
 	r = job_attach_event(event);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the job queue: %m");

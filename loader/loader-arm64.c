@@ -264,8 +264,7 @@ static int build_purgatory(struct arm64_build *b, LoaderError *ret_error) {
 		.size = sizeof(*pp),
 		.entry_pc = img->segments[LOADER_SEG_KERNEL].mem,
 		.entry_x0 = img->segments[LOADER_SEG_DTB].mem,
-		.mode = b->o->mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST
-		                                        : PURGATORY_MODE_VERIFIED,
+		.mode = handoff_mode_to_purgatory(b->o->mode),
 		.flags = b->o->panic ? PURGATORY_FLAG_PANIC : 0,
 		.stamps_addr = img->segments[LOADER_SEG_DTB].mem + b->field_off,
 		.stamps_len = PURGATORY_STAMPS_FIELD_LEN_ARM64,

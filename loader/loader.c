@@ -579,8 +579,7 @@ static int build_purgatory(const struct loader_options *o, struct loader_image *
 		.size = sizeof(*pp),
 		.entry_rip = img->segments[LOADER_SEG_KERNEL].mem + KERNEL_ENTRY64_OFFSET,
 		.entry_rsi = img->segments[LOADER_SEG_PARAMS].mem,
-		.mode = o->mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST
-		                                     : PURGATORY_MODE_VERIFIED,
+		.mode = handoff_mode_to_purgatory(o->mode),
 		.flags = o->panic ? PURGATORY_FLAG_PANIC : 0,
 		.stamps_addr = img->segments[LOADER_SEG_PARAMS].mem + BOOT_PARAMS_SIZE + field_off,
 		.stamps_len = PURGATORY_STAMPS_FIELD_LEN,
@@ -745,7 +744,7 @@ int loader_image_set_mode(struct loader_image *img, HandoffMode mode) {
 	/* The panic path always verifies: no way to turn it off after the build either. */
 	if (img->panic && mode != HANDOFF_MODE_VERIFIED)
 		return loader_error_to_errno(LOADER_ERR_PANIC_NOT_VERIFIED);
-	pp->mode = mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED;
+	pp->mode = handoff_mode_to_purgatory(mode);
 	return 0;
 }
 

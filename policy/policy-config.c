@@ -87,7 +87,7 @@ int policy_new_default(Policy **ret) {
 	p->mode = POLICY_HANDOFF_MODE_AUTO;
 	p->allow_fast = false;
 	p->allow_taint = 0;
-	p->shutdown_fast = false;
+	p->shutdown = SHUTDOWN_MODE_ORDERLY;
 	p->kdump_initrd_at_boot = false;
 	if (set_default_roots(p) < 0)
 		return -ENOMEM;

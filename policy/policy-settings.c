@@ -410,7 +410,13 @@ static int apply_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule, 
 	case SETTING_KEEP_RAM_FALLBACK:
 		return apply_either(c, s, value, "checkpoint", "none", &p->keep_ram_fallback);
 	case SETTING_SHUTDOWN:
-		return apply_either(c, s, value, "fast", "orderly", &p->shutdown_fast);
+		r = shutdown_mode_from_string(value);
+		if (r < 0)
+			return context_error(c, "%s=: '%s' is not one of %s, %s", s->key, value,
+			                     shutdown_mode_to_string(SHUTDOWN_MODE_FAST),
+			                     shutdown_mode_to_string(SHUTDOWN_MODE_ORDERLY));
+		p->shutdown = (ShutdownMode)r;
+		return 1;
 	case SETTING_KDUMP_INITRD:
 		return apply_either(c, s, value, "boot", "stage", &p->kdump_initrd_at_boot);
 	case SETTING_GLOB_LIST:
@@ -482,7 +488,7 @@ static int reset_setting(ParseContext *c, const Setting *s, PolicyVmRule *rule) 
 		p->keep_ram_digest = POLICY_KEEP_RAM_DIGEST_MARK;
 		break;
 	case SETTING_SHUTDOWN:
-		p->shutdown_fast = false;
+		p->shutdown = SHUTDOWN_MODE_ORDERLY;
 		break;
 	case SETTING_KDUMP_INITRD:
 		p->kdump_initrd_at_boot = false;

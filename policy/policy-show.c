@@ -97,7 +97,7 @@ static const char *scalar_text(const Policy *p, const Setting *s, char num[stati
 	case SETTING_SYNC_CLOCK:
 		return p->sync_guest_clock ? "yes" : "no";
 	case SETTING_SHUTDOWN:
-		return p->shutdown_fast ? "fast" : "orderly";
+		return shutdown_mode_to_string(p->shutdown);
 	case SETTING_KDUMP_INITRD:
 		return p->kdump_initrd_at_boot ? "boot" : "stage";
 	default:

@@ -766,7 +766,7 @@ int policy_to_json(const Policy *p, json_object **ret) {
 	    json_add(h, "allow_fast", json_object_new_boolean(p->allow_fast)) < 0 ||
 	    json_add(h, "allow_taint",
 	             json_object_new_string(policy_taint_to_string(p->allow_taint, taint))) < 0 ||
-	    json_add(h, "shutdown", json_object_new_string(p->shutdown_fast ? "fast" : "orderly")) <
+	    json_add(h, "shutdown", json_object_new_string(shutdown_mode_to_string(p->shutdown))) <
 	            0 ||
 	    json_add(h, "kdump_initrd",
 	             json_object_new_string(p->kdump_initrd_at_boot ? "boot" : "stage")) < 0 ||

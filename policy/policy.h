@@ -65,6 +65,7 @@
 #include <time.h>
 
 #include "handoff-mode.h"
+#include "shutdown-mode.h"
 
 /* ---------- settings ---------- */
 
@@ -122,8 +123,8 @@ typedef struct Policy {
 	/* [Handoff] */
 	PolicyHandoffMode mode;
 	bool allow_fast;
-	uint64_t allow_taint; /* taint bits that do not block a fast handoff */
-	bool shutdown_fast;   /* Shutdown=fast: no orderly stop once nothing is left to protect */
+	uint64_t allow_taint;      /* taint bits that do not block a fast handoff */
+	ShutdownMode shutdown;     /* Shutdown=: the old kernel's stop the policy asks for */
 	bool kdump_initrd_at_boot; /* KdumpInitrd=boot: kdump-tools builds it on the first boot */
 
 	/* [Paths] */

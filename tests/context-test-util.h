@@ -82,6 +82,12 @@ static inline int crash_seam(Context *c, Update *u, unsigned step, void *userdat
 
 /* A daemon start: new context on the world's root, records loaded, recovered. */
 static Context *boot(World *w, const char *running, const char *boot_id, bool recover) {
+	static const ContextStepVTable vm_step = {
+		.name = "vms",
+		.hooks = { [HOOK_PRE_HANDOFF] = { "vm-checkpoint", hook_pre },
+		           [HOOK_ROLLBACK] = { "vm-resume", hook_rollback },
+		           [HOOK_POST_BOOT] = { "vm-restore", hook_post } },
+	};
 	Context *c = NULL;
 	int r;
 
@@ -90,9 +96,7 @@ static Context *boot(World *w, const char *running, const char *boot_id, bool re
 	free(c->running_kernel);
 	c->running_kernel = strdup(running);
 	memcpy(c->boot_id, boot_id, 33);
-	assert_int_equal(context_add_hook(c, HOOK_PRE_HANDOFF, "vm-checkpoint", hook_pre, w), 0);
-	assert_int_equal(context_add_hook(c, HOOK_ROLLBACK, "vm-resume", hook_rollback, w), 0);
-	assert_int_equal(context_add_hook(c, HOOK_POST_BOOT, "vm-restore", hook_post, w), 0);
+	assert_int_equal(context_add_step(c, CONTEXT_STEP_VMS, &vm_step, w), 0);
 	c->ops.request_kexec = request_kexec;
 	c->ops_userdata = w;
 	c->persist_hook = crash_seam;

@@ -9,6 +9,7 @@
 
 #include "bootlog.h"
 #include "fileio.h"
+#include "kmsg.h"
 #include "macros.h"
 
 /*
@@ -207,11 +208,11 @@ static void test_bootlog_read_kmsg_file(void **state) {
 	assert_true(fd >= 0);
 	assert_int_equal(write_all(fd, kmsg_excerpt, strlen(kmsg_excerpt)), 0);
 	close(fd);
-	assert_int_equal(bootlog_read_kmsg(path, &text, &size), 0);
+	assert_int_equal(kmsg_read_all(path, &text, &size), 0);
 	assert_int_equal(size, strlen(kmsg_excerpt));
 	assert_memory_equal(text, kmsg_excerpt, size);
 	unlink(path);
-	assert_int_equal(bootlog_read_kmsg("/nonexistent/kmsg", &text, &size), -ENOENT);
+	assert_int_equal(kmsg_read_all("/nonexistent/kmsg", &text, &size), -ENOENT);
 }
 
 int main(void) {

@@ -271,7 +271,7 @@ static void test_context_kexec_unavailable_is_named(void **state) {
 	context_free(c);
 }
 
-static volatile bool cancel_flag;
+static atomic_bool cancel_flag;
 
 /* The record backend's load, with a Cancel arriving while it reads. */
 static int load_then_cancel(const char *root, const KexecImage *img) {

@@ -63,7 +63,7 @@ static void test_digest_file_bounded(void **state) {
 	char path[] = "/tmp/test-digest.XXXXXX", out[DIGEST_SHA256_HEX_SIZE];
 	_cleanup_close_ int fd = mkstemp(path);
 	_cleanup_free_ char *buf = calloc(1, 200000);
-	volatile bool cancel = false;
+	atomic_bool cancel = false;
 	uint64_t size = 0;
 
 	assert_true(fd >= 0);

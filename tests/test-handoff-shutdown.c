@@ -37,7 +37,7 @@ static Policy *policy_with(bool fast) {
 	assert_int_equal(policy_new_default(&p), 0);
 	assert_int_equal(policy_parse_buffer(p, "test.conf", conf, strlen(conf), NULL), 0);
 	assert_int_equal(policy_finish(p, NULL), 0);
-	assert_true(p->shutdown_fast == fast);
+	assert_true(p->shutdown == (fast ? SHUTDOWN_MODE_FAST : SHUTDOWN_MODE_ORDERLY));
 	return p;
 }
 

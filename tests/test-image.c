@@ -235,7 +235,7 @@ static void test_image_open_rejects_too_large(void **state) {
 static void test_image_open_in_two_steps(void **state) {
 	_cleanup_(image_file_done) ImageFile a = { .fd = -EBADF }, b = { .fd = -EBADF };
 	_cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-	volatile bool cancel = true;
+	atomic_bool cancel = true;
 	Fixture *f = *state;
 
 	assert_int_equal(test_write_file(f->root, "/boot/initrd.img", "initrd", 0644), 0);

@@ -24,6 +24,9 @@
 #include "report.h"
 #include "string-util.h"
 
+/* The measurement's step, as measure_attach() plugged it in. */
+#define MEASURE_STEP(c) (&(c)->steps[CONTEXT_STEP_MEASURE])
+
 #define OLD_BOOT "0000000000000000000000000000000a"
 #define NEW_BOOT "0000000000000000000000000000000b"
 #define S        UINT64_C(1000000000)
@@ -179,13 +182,14 @@ static json_object *run_update(World *w) {
 	measure_set_sample_func(m, fake_sample);
 	assert_int_equal(measure_attach(m, c), 0);
 	set_stamp(u, "commit-requested", OLD_BOOT, 100 * S);
-	for (size_t i = 0; i < c->n_hooks; i++)
-		if (streq(c->hooks[i].name, "measure-open"))
-			assert_int_equal(c->hooks[i].func(c, u, c->hooks[i].userdata, NULL), 0);
+	assert_string_equal(MEASURE_STEP(c)->vt->hooks[HOOK_PRE_HANDOFF].key, "measure-open");
+	assert_int_equal(MEASURE_STEP(c)->vt->hooks[HOOK_PRE_HANDOFF].func(
+	                         c, u, MEASURE_STEP(c)->userdata, NULL),
+	                 0);
 	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_PAUSE), 0);
 	assert_int_equal(probe_mark_at(measure_probe(m), vm, PROBE_MARK_PAUSE, 105 * S), 0);
 	assert_int_equal(update_set_string(&u->handoff_boot_id, OLD_BOOT), 0);
-	c->measure.handoff_prepare(c, u, c->measure.userdata);
+	MEASURE_STEP(c)->vt->handoff_prepare(c, u, MEASURE_STEP(c)->userdata);
 	if (w->old_probe_ran) {
 		json_object *vms, *v;
 		assert_true(json_object_object_get_ex(jget(u->measure, "old_probe", NULL), "vms",
@@ -200,11 +204,11 @@ static json_object *run_update(World *w) {
 	if (w->request_lost)
 		n_sampled++;
 	else
-		c->measure.handoff_request(c, u, c->measure.userdata);
+		MEASURE_STEP(c)->vt->handoff_request(c, u, MEASURE_STEP(c)->userdata);
 	if (w->panic) {
 		/* The crash kernel: the old figures set aside, its own reboot request. */
-		c->measure.panic_takeover(c, u, c->measure.userdata);
-		c->measure.handoff_request(c, u, c->measure.userdata);
+		MEASURE_STEP(c)->vt->panic_takeover(c, u, MEASURE_STEP(c)->userdata);
+		MEASURE_STEP(c)->vt->handoff_request(c, u, MEASURE_STEP(c)->userdata);
 	}
 	if (w->mark_latency_ns)
 		json_object_object_add(u->measure, "request_mark_written_ns",
@@ -230,6 +234,8 @@ static json_object *run_update(World *w) {
 	assert_int_equal(
 	        measure_new(&(MeasureOptions){ .root = w->root, .probe_disabled = true }, &m), 0);
 	measure_set_sample_func(m, fake_sample);
+	c->steps[CONTEXT_STEP_MEASURE] =
+	        (ContextStep){}; /* the new kernel's daemon plugs its own */
 	assert_int_equal(measure_attach(m, c), 0);
 	assert_int_equal(measure_daemon_start(m, c), 1);
 	assert_int_equal(measure_mark(m, "web1", PROBE_MARK_RESUME), 0);
@@ -246,7 +252,7 @@ static json_object *run_update(World *w) {
 	}
 
 	assert_int_equal(report_build(u, true, &o), 0);
-	assert_int_equal(c->measure.report_extend(c, u, o, c->measure.userdata), 0);
+	assert_int_equal(MEASURE_STEP(c)->vt->report_extend(c, u, o, MEASURE_STEP(c)->userdata), 0);
 	validate(w->root, o);
 	return o;
 }

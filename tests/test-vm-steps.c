@@ -109,6 +109,7 @@ static Context *boot(World *w, const char *running, const char *boot_id, bool re
 	}
 	vms_free(w->vms);
 	assert_int_equal(vms_attach(c, URI, &w->vms), 0);
+	vms_set_measure(w->vms, w->with_measure ? w->measure : NULL);
 	c->ops.request_kexec = request_kexec;
 	c->ops.update_changed = on_changed;
 	c->ops_userdata = w;

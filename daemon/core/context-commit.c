@@ -32,9 +32,8 @@ static const char *const hook_prefix[_HOOK_KIND_MAX] = {
 	[HOOK_POST_BOOT] = "post",
 };
 
-/* "<kind>:<name>", the mark of a finished step in hooks_done. */
-int context_hook_key(const Hook *h, char **ret) {
-	if (asprintf(ret, "%s:%s", hook_prefix[h->kind], h->name) < 0)
+int context_hook_key(HookKind kind, const char *key, char **ret) {
+	if (asprintf(ret, "%s:%s", hook_prefix[kind], key) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -45,19 +44,19 @@ static int context_run_hooks(Context *c, Update *u, HookKind kind, bool keep_goi
                              char **ret_reason) {
 	int first_error = 0;
 
-	for (size_t i = 0; i < c->n_hooks; i++) {
-		Hook *h = &c->hooks[i];
+	CONTEXT_FOREACH_STEP (s, c) {
+		const ContextHook *h = &s->vt->hooks[kind];
 		_cleanup_free_ char *key = NULL, *why = NULL;
 		int r;
 
-		if (h->kind != kind)
+		if (!h->func)
 			continue;
-		if (context_hook_key(h, &key) < 0)
+		if (context_hook_key(kind, h->key, &key) < 0)
 			return -ENOMEM;
 		if (update_hook_done(u, key))
 			continue; /* done before a restart: never twice */
 
-		r = h->func(c, u, h->userdata, &why);
+		r = h->func(c, u, s->userdata, &why);
 		if (r < 0) {
 			log_error_errno(r, "Step '%s' of update %s failed: %s", key, u->id,
 			                why ?: "(no reason given)");
@@ -202,7 +201,7 @@ static int context_decide_shutdown(Context *c, Update *u) {
 	json_object_put(u->shutdown);
 	u->shutdown = d;
 	log_info("Update %s: %s shutdown of the old kernel (%s).", u->id,
-	         handoff_shutdown_is_fast(u) ? "fast" : "orderly",
+	         shutdown_mode_to_string(handoff_shutdown_mode(u)),
 	         json_object_get_string(
 	                 json_object_array_get_idx(json_object_object_get(d, "reasons"), 0)));
 	return 0;
@@ -238,8 +237,9 @@ int context_handoff(Context *c, Update *u, const char *stamp) {
 
 	log_event(LOG_NOTICE, LOG_MID_HANDOFF, u->id, "Update %s: requesting kexec%s into %s.",
 	          u->id, c->panic_kernel ? " from the crash kernel" : "", u->kernel_version);
-	if (c->measure.handoff_request)
-		c->measure.handoff_request(c, u, c->measure.userdata);
+	CONTEXT_FOREACH_STEP (s, c)
+		if (s->vt->handoff_request)
+			s->vt->handoff_request(c, u, s->userdata);
 	r = c->ops.request_kexec ? c->ops.request_kexec(c, u, c->ops_userdata) : -ENOTCONN;
 	if (r < 0) {
 		if (asprintf(&msg, "requesting the kexec reboot failed: %s", strerror(-r)) < 0)
@@ -260,7 +260,7 @@ static int commit_begin_transition(Context *c, Update *u, HandoffMode mode, char
 
 	u->handoff = mode;
 	u->handoff_reason = TAKE_PTR(*why);
-	if (c->commit_check)
+	if (context_commit_check_step(c))
 		u->decisions = TAKE_PTR(*decisions);
 	r = context_transition_stamped(c, u, "commit-requested", true, UPDATE_COMMITTING,
 	                               PHASE_PRE_HANDOFF, 10);
@@ -269,14 +269,14 @@ static int commit_begin_transition(Context *c, Update *u, HandoffMode mode, char
 		*why = u->handoff_reason;
 		u->handoff_reason = old_reason;
 		u->handoff = old_mode;
-		if (c->commit_check) {
+		if (context_commit_check_step(c)) {
 			*decisions = u->decisions;
 			u->decisions = old_decisions;
 		}
 		return r;
 	}
 	free(old_reason);
-	if (c->commit_check)
+	if (context_commit_check_step(c))
 		json_object_put(old_decisions);
 	return r;
 }
@@ -345,8 +345,9 @@ int context_commit_run(Context *c, Update *u) {
 
 	/* 2. The handoff record, with the old kernel's measurements and the
 	 * reboot-request clock sample, then the reboot. */
-	if (c->measure.handoff_prepare)
-		c->measure.handoff_prepare(c, u, c->measure.userdata);
+	CONTEXT_FOREACH_STEP (s, c)
+		if (s->vt->handoff_prepare)
+			s->vt->handoff_prepare(c, u, s->userdata);
 	return context_handoff(c, u, "handoff");
 }
 

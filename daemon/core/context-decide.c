@@ -100,6 +100,7 @@ int context_decide_commit(Context *c, const char *id, Update **ret_update, Hando
                           sd_bus_error *error) {
 	_cleanup_(json_object_putp) json_object *decisions = NULL;
 	_cleanup_free_ char *why = NULL, *refusal = NULL;
+	const ContextStep *check;
 	HandoffMode mode;
 	Update *u;
 	int r, allowed = 1;
@@ -118,8 +119,8 @@ int context_decide_commit(Context *c, const char *id, Update **ret_update, Hando
 	/* Kept memory as it is now (a filesystem unmounted since stage shows here): the VM
 	 * decisions weigh it. */
 	context_kept_memory_refresh(c, u);
-	if (c->commit_check) {
-		allowed = c->commit_check(c, u, c->commit_check_userdata, &decisions, &refusal);
+	if ((check = context_commit_check_step(c))) {
+		allowed = check->vt->commit_check(c, u, check->userdata, &decisions, &refusal);
 		if (allowed < 0)
 			return sd_bus_error_setf(error,
 			                         allowed == -ETIMEDOUT

@@ -47,13 +47,15 @@ int context_panic_fail(Context *c, Update *u, const char *reason) {
 /* The first pre-handoff step of this daemon that u has not finished, or NULL
  * when all are done (the VMs were checkpointed). */
 static const char *pre_handoff_missing(Context *c, const Update *u) {
-	for (size_t i = 0; i < c->n_hooks; i++) {
+	CONTEXT_FOREACH_STEP (s, c) {
+		const ContextHook *h = &s->vt->hooks[HOOK_PRE_HANDOFF];
 		_cleanup_free_ char *key = NULL;
 
-		if (c->hooks[i].kind != HOOK_PRE_HANDOFF)
+		if (!h->func)
 			continue;
-		if (context_hook_key(&c->hooks[i], &key) < 0 || !update_hook_done(u, key))
-			return c->hooks[i].name;
+		if (context_hook_key(HOOK_PRE_HANDOFF, h->key, &key) < 0 ||
+		    !update_hook_done(u, key))
+			return h->key;
 	}
 	return NULL;
 }
@@ -165,8 +167,9 @@ static int context_panic_handoff(Context *c, Update *u) {
 		u->handoff_reason = TAKE_PTR(why);
 		u->handoff = HANDOFF_MODE_VERIFIED;
 	}
-	if (c->measure.panic_takeover)
-		c->measure.panic_takeover(c, u, c->measure.userdata);
+	CONTEXT_FOREACH_STEP (s, c)
+		if (s->vt->panic_takeover)
+			s->vt->panic_takeover(c, u, s->userdata);
 
 	/* 6. The handoff record of the second kexec and the reboot, as a regular
 	 * commit does them (a failure ends in context_panic_fail()). */

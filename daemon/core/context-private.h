@@ -28,6 +28,18 @@
 #define KDUMP_CONFIG   "/usr/sbin/kdump-config"
 #define SYSTEMCTL_PATH "/usr/bin/systemctl"
 
+/* A step plugged in (context_add_step()); vt NULL: not plugged in. */
+typedef struct ContextStep {
+	const ContextStepVTable *vt;
+	void *userdata;
+} ContextStep;
+
+/* Every plugged-in step of c, in the order of ContextStepId. */
+#define CONTEXT_FOREACH_STEP(s, c)                                                       \
+	for (const ContextStep *s = (c)->steps; s < (c)->steps + _CONTEXT_STEP_MAX; s++) \
+		if (!s->vt) {                                                            \
+		} else
+
 struct Context {
 	char *root;      /* NULL for "/" */
 	Policy *policy;  /* NULL: built-in behaviour (unit tests); owned */
@@ -53,15 +65,10 @@ struct Context {
 	Update *active; /* the one update not in a terminal state, or NULL */
 	char *last_report;
 
-	Hook *hooks;
-	size_t n_hooks;
+	ContextStep steps[_CONTEXT_STEP_MAX]; /* in the order they run */
 
 	ContextOps ops;
 	void *ops_userdata;
-	ContextMeasure measure;
-
-	CommitCheck commit_check;
-	void *commit_check_userdata;
 
 	PersistHook persist_hook;
 	void *persist_hook_userdata;
@@ -135,7 +142,10 @@ bool context_kdump_version_valid(const char *v);
 int context_kdump_initrd_current(Context *c, const char *version);
 void context_prepare_kdump(Context *c, Update *u);
 
-int context_hook_key(const Hook *h, char **ret);
+/* "<kind>:<key>", the mark of a finished hook in Update.hooks_done. */
+int context_hook_key(HookKind kind, const char *key, char **ret);
+/* The step with the commit's preconditions, or NULL. */
+const ContextStep *context_commit_check_step(const Context *c);
 
 int context_commit_fail(Context *c, Update *u, const char *reason);
 

@@ -224,9 +224,11 @@ int context_write_report(Context *c, Update *u) {
 	r = report_build(u, c->backend->test_only && streq_ptr(u->backend, c->backend->name), &o);
 	if (r < 0)
 		return r;
-	if (c->measure.report_extend) {
+	CONTEXT_FOREACH_STEP (s, c) {
+		if (!s->vt->report_extend)
+			continue;
 		/* Measurement is best effort: the report says what is missing. */
-		r = c->measure.report_extend(c, u, o, c->measure.userdata);
+		r = s->vt->report_extend(c, u, o, s->userdata);
 		if (r < 0)
 			log_warning_errno(r, "Measurement of update %s incomplete, ignoring: %m",
 			                  u->id);

@@ -302,7 +302,7 @@ const char *stage_plan_id(const StagePlan *p) {
 	return p ? p->id : NULL;
 }
 
-int stage_plan_hash(StagePlan *p, const volatile bool *cancel, sd_bus_error *error) {
+int stage_plan_hash(StagePlan *p, const atomic_bool *cancel, sd_bus_error *error) {
 	int r;
 
 	r = image_hash(&p->kernel, IMAGE_KERNEL, cancel, error);
@@ -317,7 +317,7 @@ int stage_plan_hash(StagePlan *p, const volatile bool *cancel, sd_bus_error *err
 	return 0;
 }
 
-static bool stage_cancelled(const volatile bool *cancel) {
+static bool stage_cancelled(const atomic_bool *cancel) {
 	return cancel && *cancel;
 }
 
@@ -339,7 +339,7 @@ static int stage_undo_load(Context *c, Update *u, sd_bus_error *error) {
 
 /* Steps 3-4 of stage: persisted, then loaded (outside the state lock on a job's worker:
  * the backend reads the whole files). */
-static int stage_persist_load(Context *c, Update *u, KexecImage *img, const volatile bool *cancel,
+static int stage_persist_load(Context *c, Update *u, KexecImage *img, const atomic_bool *cancel,
                               sd_bus_error *error) {
 	int r;
 
@@ -398,7 +398,7 @@ static void stage_prepare_kdump(Context *c, Update *u) {
 	}
 }
 
-int context_stage_finish(Context *c, StagePlan *p, const volatile bool *cancel, Update **ret,
+int context_stage_finish(Context *c, StagePlan *p, const atomic_bool *cancel, Update **ret,
                          sd_bus_error *error) {
 	_cleanup_(update_freep) Update *u = NULL;
 	KexecImage img;

@@ -43,6 +43,11 @@ static int hook_image_loaded(Context *c, Update *u, void *userdata, char **ret_r
 	return r < 0 ? r : -ENOENT;
 }
 
+static const ContextStepVTable image_step = {
+	.name = "kexec-image",
+	.hooks = { [HOOK_PRE_HANDOFF] = { "kexec-image-loaded", hook_image_loaded } },
+};
+
 int context_new(const char *root, const KexecBackend *backend, Context **ret) {
 	_cleanup_(context_freep) Context *c = NULL;
 	struct utsname un;
@@ -86,7 +91,7 @@ int context_new(const char *root, const KexecBackend *backend, Context **ret) {
 		sd_id128_to_string(boot, c->boot_id);
 	c->panic_kernel = running_on_panic_kernel(c->root);
 
-	r = context_add_hook(c, HOOK_PRE_HANDOFF, "kexec-image-loaded", hook_image_loaded, NULL);
+	r = context_add_step(c, CONTEXT_STEP_KEXEC_IMAGE, &image_step, NULL);
 	if (r < 0)
 		return r;
 
@@ -107,9 +112,6 @@ Context *context_free(Context *c) {
 		update_free(c->updates[i]);
 	free(c->updates);
 	free(c->last_report);
-	for (size_t i = 0; i < c->n_hooks; i++)
-		free(c->hooks[i].name);
-	free(c->hooks);
 	free(c);
 	return NULL;
 }
@@ -131,21 +133,25 @@ int context_set_policy(Context *c, Policy *p) {
 	return 0;
 }
 
-int context_add_hook(Context *c, HookKind kind, const char *name, HookFunc func, void *userdata) {
-	Hook *n;
-
-	if (kind < 0 || kind >= _HOOK_KIND_MAX || !name || !func)
+int context_add_step(Context *c, ContextStepId id, const ContextStepVTable *vt, void *userdata) {
+	if (!c || id < 0 || id >= _CONTEXT_STEP_MAX || !vt || !vt->name)
 		return -EINVAL;
-	n = realloc(c->hooks, (c->n_hooks + 1) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	c->hooks = n;
-	c->hooks[c->n_hooks] =
-	        (Hook){ .kind = kind, .name = strdup(name), .func = func, .userdata = userdata };
-	if (!c->hooks[c->n_hooks].name)
-		return -ENOMEM;
-	c->n_hooks++;
+	for (int k = 0; k < _HOOK_KIND_MAX; k++)
+		if (vt->hooks[k].func && !vt->hooks[k].key)
+			return -EINVAL;
+	if (c->steps[id].vt)
+		return -EEXIST;
+	if (vt->commit_check && context_commit_check_step(c))
+		return -EBUSY;
+	c->steps[id] = (ContextStep){ .vt = vt, .userdata = userdata };
 	return 0;
+}
+
+const ContextStep *context_commit_check_step(const Context *c) {
+	CONTEXT_FOREACH_STEP (s, c)
+		if (s->vt->commit_check)
+			return s;
+	return NULL;
 }
 
 Update *context_find(Context *c, const char *id) {
@@ -341,10 +347,6 @@ const char *context_last_report(const Context *c) {
 	return c->last_report;
 }
 
-void *context_measure_userdata(const Context *c) {
-	return c->measure.handoff_prepare ? c->measure.userdata : NULL;
-}
-
 int context_set_host(Context *c, const char *running_kernel, const char *boot_id) {
 	if (boot_id && strlen(boot_id) != sizeof(c->boot_id) - 1)
 		return -EINVAL;
@@ -364,15 +366,6 @@ int context_set_host(Context *c, const char *running_kernel, const char *boot_id
 void context_set_ops(Context *c, const ContextOps *ops, void *userdata) {
 	c->ops = *ops;
 	c->ops_userdata = userdata;
-}
-
-void context_set_measure(Context *c, const ContextMeasure *m) {
-	c->measure = *m;
-}
-
-void context_set_commit_check(Context *c, CommitCheck check, void *userdata) {
-	c->commit_check = check;
-	c->commit_check_userdata = userdata;
 }
 
 void context_set_persist_hook(Context *c, PersistHook hook, void *userdata) {

@@ -11,6 +11,7 @@
  * and the request to systemd; unit tests drive it directly.
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
@@ -33,12 +34,13 @@ typedef enum HookKind {
  * again after restart. On failure set *ret_reason (freed by the caller). */
 typedef int (*HookFunc)(Context *c, Update *u, void *userdata, char **ret_reason);
 
-typedef struct Hook {
-	HookKind kind;
-	char *name;
+/* One persisted action of a step: key names its "done" mark in the update record
+ * ("<pre|rollback|post>:<key>", Update.hooks_done); records of earlier versions carry the
+ * same keys, so they never change. */
+typedef struct ContextHook {
+	const char *key;
 	HookFunc func;
-	void *userdata;
-} Hook;
+} ContextHook;
 
 typedef struct ContextOps {
 	/* Starts the kexec reboot (THE POINT OF NO RETURN once accepted). Returns < 0 when
@@ -67,20 +69,43 @@ typedef struct ContextOps {
 typedef int (*CommitCheck)(Context *c, Update *u, void *userdata, json_object **ret_decisions,
                            char **ret_refusal);
 
-/* Measurement seams (daemon/measure/measure.c), all optional. handoff_prepare runs right
- * before the handoff record is written (it stores what must survive the kexec in
- * u->measure); handoff_request right before the kexec is requested (what it adds
- * is persisted, best effort, with the "handoff-requested" phase); report_extend
- * adds the measured sections to a report being built. */
-typedef struct ContextMeasure {
+/*
+ * The steps that plug into the commit path, in the order they run: this enum is the one
+ * place that order is declared. Every callback of every step runs in it, whatever the order
+ * of registration (context_add_step()).
+ */
+typedef enum ContextStepId {
+	CONTEXT_STEP_KEXEC_IMAGE, /* the kernel still holds the staged image (context.c) */
+	CONTEXT_STEP_MEASURE,     /* the probe is open before the first VM pauses (measure/) */
+	CONTEXT_STEP_VMS,         /* the VMs: commit check, checkpoint, rollback, restore (vm/) */
+	_CONTEXT_STEP_MAX,
+} ContextStepId;
+
+/*
+ * One step: everything it plugs into the state machine, every member optional (NULL: the
+ * step has nothing to do there). userdata is the step's own, given to context_add_step()
+ * and handed back only to its own callbacks.
+ */
+typedef struct ContextStepVTable {
+	const char *name; /* for the journal */
+	/* [HOOK_PRE_HANDOFF]: before the handoff record, a failure rolls the commit back;
+	 * [HOOK_ROLLBACK]: after a failed commit, every step's, even if one fails;
+	 * [HOOK_POST_BOOT]: on the new kernel. */
+	ContextHook hooks[_HOOK_KIND_MAX];
+	/* The commit's preconditions (at most one step has them), see CommitCheck. */
+	CommitCheck commit_check;
+	/* Right before the handoff record is written: store what must survive the kexec
+	 * (u->measure). */
 	void (*handoff_prepare)(Context *c, Update *u, void *userdata);
-	/* On the crash kernel, before the second kexec's handoff record: the old
-	 * kernel's figures are on a clock that axis cannot relate, set them aside. */
+	/* On the crash kernel, before the second kexec's handoff record: the old kernel's
+	 * figures are on a clock that axis cannot relate, set them aside. */
 	void (*panic_takeover)(Context *c, Update *u, void *userdata);
+	/* Right before the kexec is requested (what it adds is persisted, best effort, with
+	 * the "handoff-requested" phase). */
 	void (*handoff_request)(Context *c, Update *u, void *userdata);
+	/* Adds the step's sections to a report being built; a failure is logged. */
 	int (*report_extend)(Context *c, Update *u, json_object *report, void *userdata);
-	void *userdata;
-} ContextMeasure;
+} ContextStepVTable;
 
 /* Test seam: called after every successful persist with a running step number.
  * Returning < 0 (e.g. -ECANCELED) makes the current operation stop right there,
@@ -110,7 +135,9 @@ int context_new(const char *root, const KexecBackend *backend, Context **ret);
 Context *context_free(Context *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Context *, context_free);
 
-int context_add_hook(Context *c, HookKind kind, const char *name, HookFunc func, void *userdata);
+/* Plugs step id in, once: -EEXIST when it is already, -EBUSY when vt has a commit check and
+ * another step has one, -EINVAL for a hook without a key. vt must outlive c. */
+int context_add_step(Context *c, ContextStepId id, const ContextStepVTable *vt, void *userdata);
 
 /* Takes ownership of p: its [Paths] AllowedRoots= replace the default directories
  * and context_decide_handoff() asks it. */
@@ -147,8 +174,8 @@ typedef struct StagePlan StagePlan;
 int context_stage_prepare(Context *c, const StageRequest *req, StagePlan **ret,
                           sd_bus_error *error);
 const char *stage_plan_id(const StagePlan *p);
-int stage_plan_hash(StagePlan *p, const volatile bool *cancel, sd_bus_error *error);
-int context_stage_finish(Context *c, StagePlan *p, const volatile bool *cancel, Update **ret,
+int stage_plan_hash(StagePlan *p, const atomic_bool *cancel, sd_bus_error *error);
+int context_stage_finish(Context *c, StagePlan *p, const atomic_bool *cancel, Update **ret,
                          sd_bus_error *error);
 StagePlan *stage_plan_free(StagePlan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(StagePlan *, stage_plan_free);
@@ -194,15 +221,11 @@ Update *const *context_updates(const Context *c, size_t *ret_n);
 /* The one update not in a terminal state, or NULL. */
 Update *context_active(const Context *c);
 const char *context_last_report(const Context *c);
-/* The measurement's userdata when a measurement is attached (its handoff_prepare set). */
-void *context_measure_userdata(const Context *c);
 
 /* TEST ONLY (upgraded --running-kernel/--boot-id with --root): what the host is. NULL
  * leaves a value as it is; boot_id is 32 hex digits. */
 int context_set_host(Context *c, const char *running_kernel, const char *boot_id);
 void context_set_ops(Context *c, const ContextOps *ops, void *userdata);
-void context_set_measure(Context *c, const ContextMeasure *m);
-void context_set_commit_check(Context *c, CommitCheck check, void *userdata);
 void context_set_persist_hook(Context *c, PersistHook hook, void *userdata);
 void context_set_handoff_hold(Context *c, HandoffHold hold, void *userdata);
 void context_set_settled(Context *c, ContextSettled settled, void *userdata);

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "architecture.h"
-#include "bootlog.h"
 #include "cmdline.h"
 #include "fileio.h"
 #include "handoff-facts.h"
+#include "kmsg.h"
 #include "macros.h"
 #include "path-util.h"
 #include "string-util.h"
@@ -194,7 +194,7 @@ static int count_logged(const char *root, uint64_t *ret, const char **ret_why) {
 	r = path_prefix_root(root, "/dev/kmsg", &path);
 	if (r < 0)
 		return r;
-	r = bootlog_read_kmsg(path, &kmsg, &size);
+	r = kmsg_read_all(path, &kmsg, &size);
 	if (r >= 0)
 		r = health_count_kmsg_hw_errors(kmsg, size, ret);
 	if (r == -ESTALE)

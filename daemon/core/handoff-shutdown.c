@@ -158,16 +158,17 @@ int handoff_shutdown_decide(const Policy *p, const Update *u, const char *root,
 	_cleanup_(json_object_putp) json_object *o = json_object_new_object();
 	_cleanup_free_ char *why = NULL;
 	json_object *reasons = json_object_new_array();
-	bool fast = p && p->shutdown_fast;
+	ShutdownMode mode = p ? p->shutdown : SHUTDOWN_MODE_ORDERLY;
 	int r;
 
 	if (!o || !reasons || json_object_object_add(o, "reasons", reasons) < 0) {
 		json_object_put(reasons);
 		return -ENOMEM;
 	}
-	json_object_object_add(o, "requested", json_object_new_string(fast ? "fast" : "orderly"));
-	if (!fast)
-		r = add_reason(reasons, "[Handoff] Shutdown=orderly");
+	json_object_object_add(o, "requested",
+	                       json_object_new_string(shutdown_mode_to_string(mode)));
+	if (mode != SHUTDOWN_MODE_FAST)
+		r = add_reason(reasons, "[Handoff] Shutdown=%s", shutdown_mode_to_string(mode));
 	else {
 		r = vms_unprotected(u, reasons);
 		if (r == 0 && flush(root, &why) < 0) {
@@ -178,20 +179,26 @@ int handoff_shutdown_decide(const Policy *p, const Update *u, const char *root,
 			r = add_reason(reasons, "every VM is saved or shut down, the journal is "
 			                        "flushed, the handoff record is on disk");
 		else if (r > 0) {
-			fast = false;
+			mode = SHUTDOWN_MODE_ORDERLY;
 			r = 0;
 		}
 	}
 	if (r < 0)
 		return r;
-	json_object_object_add(o, "mode", json_object_new_string(fast ? "fast" : "orderly"));
+	json_object_object_add(o, "mode", json_object_new_string(shutdown_mode_to_string(mode)));
 	*ret = TAKE_PTR(o);
 	return 0;
 }
 
-bool handoff_shutdown_is_fast(const Update *u) {
+ShutdownMode handoff_shutdown_mode(const Update *u) {
 	json_object *m;
+	ShutdownMode mode = _SHUTDOWN_MODE_INVALID;
 
-	return u->shutdown && json_object_object_get_ex(u->shutdown, "mode", &m) &&
-	       streq_ptr(json_object_get_string(m), "fast");
+	if (u->shutdown && json_object_object_get_ex(u->shutdown, "mode", &m))
+		mode = shutdown_mode_from_string(json_object_get_string(m));
+	return mode == SHUTDOWN_MODE_FAST ? SHUTDOWN_MODE_FAST : SHUTDOWN_MODE_ORDERLY;
+}
+
+bool handoff_shutdown_is_fast(const Update *u) {
+	return handoff_shutdown_mode(u) == SHUTDOWN_MODE_FAST;
 }

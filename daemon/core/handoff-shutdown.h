@@ -40,5 +40,7 @@ typedef int (*JournalSyncFunc)(const char *root, char **ret_why);
 int handoff_shutdown_decide(const Policy *p, const Update *u, const char *root,
                             JournalSyncFunc flush, json_object **ret);
 
+/* The decision in u->shutdown; orderly without one. */
+ShutdownMode handoff_shutdown_mode(const Update *u);
 /* Whether the decision in u->shutdown is fast; false without one. */
 bool handoff_shutdown_is_fast(const Update *u);

@@ -26,7 +26,7 @@ struct Job {
 	JobDone done;
 	void *userdata;
 	sd_event_source *deadline; /* the loop's */
-	volatile bool cancelled;
+	atomic_bool cancelled;
 	atomic_bool abandoned;
 	bool done_called; /* the loop's */
 	int result;
@@ -320,7 +320,7 @@ bool job_is_cancelled(const Job *j) {
 	return j && j->cancelled;
 }
 
-const volatile bool *job_cancel_flag(Job *j) {
+const atomic_bool *job_cancel_flag(Job *j) {
 	return j ? &j->cancelled : NULL;
 }
 

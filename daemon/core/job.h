@@ -20,6 +20,7 @@
  * gets -ETIMEDOUT from job_blocking_end() and must leave the state alone.
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -61,7 +62,7 @@ Job *job_current(void);
 void job_cancel(Job *j);
 bool job_is_cancelled(const Job *j);
 /* The address of the cancel flag, for libraries that poll a plain flag (vm.h's VmPlan). */
-const volatile bool *job_cancel_flag(Job *j);
+const atomic_bool *job_cancel_flag(Job *j);
 /* Jobs whose done callback has not run yet. */
 unsigned job_count(void);
 

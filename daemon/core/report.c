@@ -91,7 +91,7 @@ static json_object *panic_path(const Update *u) {
 		json_object_object_add(p, "old_kernel_last_stamp", NULL);
 	json_object_object_add(p, "recovery_realtime_usec", stamp_time(u, "panic-recovery"));
 	json_object_object_add(p, "handoff_realtime_usec", stamp_time(u, "panic-handoff"));
-	add_str(p, "handoff_mode", "verified");
+	add_str(p, "handoff_mode", handoff_mode_to_string(HANDOFF_MODE_VERIFIED));
 	json_object_object_add(p, "boot_cpu_parked",
 	                       u->panic_parked_cpu ? json_object_new_uint64(u->panic_parked_apicid)
 	                                           : NULL);

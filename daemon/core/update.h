@@ -14,6 +14,7 @@
 #include "digest.h"
 #include "handoff-mode.h"
 #include "macros.h"
+#include "staged-file.h"
 
 typedef enum UpdateState {
 	UPDATE_STAGED,
@@ -47,17 +48,6 @@ typedef struct UpdateStamp {
 	uint64_t tsc; /* 0 when not taken */
 	char boot_id[33];
 } UpdateStamp;
-
-typedef struct UpdateFile {
-	char *path;
-	uint64_t size;
-	uint64_t mtime_usec;
-	/* Which file it was at stage time: a rename over it changes the inode, a rewrite
-	 * the ctime (which, unlike the mtime, cannot be set back). 0: not recorded. */
-	uint64_t inode;
-	uint64_t ctime_usec;
-	char sha256[DIGEST_SHA256_HEX_SIZE];
-} UpdateFile;
 
 typedef struct Update {
 	char *id;

@@ -14,7 +14,7 @@ int digest_file(int fd, char ret_hex[DIGEST_SHA256_HEX_SIZE], uint64_t *ret_size
 	return digest_file_bounded(fd, UINT64_MAX, NULL, ret_hex, ret_size);
 }
 
-int digest_file_bounded(int fd, uint64_t max, const volatile bool *cancel,
+int digest_file_bounded(int fd, uint64_t max, const atomic_bool *cancel,
                         char ret_hex[DIGEST_SHA256_HEX_SIZE], uint64_t *ret_size) {
 	static const char hex[] = "0123456789abcdef";
 	uint8_t buf[64 * 1024], md[DIGEST_SHA256_SIZE];

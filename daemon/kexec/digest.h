@@ -7,6 +7,7 @@
  * runs between the kernels) with the implementation CPUID says is fastest.
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,7 +21,7 @@
 int digest_file(int fd, char ret_hex[DIGEST_SHA256_HEX_SIZE], uint64_t *ret_size);
 /* The same, bounded: -EFBIG as soon as more than max bytes were read (a file that grows while
  * it is hashed), -ECANCELED as soon as *cancel (may be NULL) is set, polled between reads. */
-int digest_file_bounded(int fd, uint64_t max, const volatile bool *cancel,
+int digest_file_bounded(int fd, uint64_t max, const atomic_bool *cancel,
                         char ret_hex[DIGEST_SHA256_HEX_SIZE], uint64_t *ret_size);
 
 /* The implementation digest_file() uses on this CPU ("sha-ni", "avx2", "generic"). */

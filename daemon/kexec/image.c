@@ -231,7 +231,7 @@ int image_open_unhashed(const ImageRules *rules, const char *path, ImageKind kin
 	return 0;
 }
 
-int image_hash(ImageFile *f, ImageKind kind, const volatile bool *cancel, sd_bus_error *error) {
+int image_hash(ImageFile *f, ImageKind kind, const atomic_bool *cancel, sd_bus_error *error) {
 	uint64_t max = kind == IMAGE_KERNEL ? IMAGE_KERNEL_SIZE_MAX : IMAGE_INITRD_SIZE_MAX;
 	int r;
 

@@ -9,13 +9,14 @@
  * Errors are reported as named D-Bus errors (common/upgrade-bus.h) in *error.
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
 #include "bzimage.h"
 #include "digest.h"
-#include "update.h"
+#include "staged-file.h"
 
 #define IMAGE_VERSION_MAX 64
 
@@ -59,7 +60,7 @@ int image_open(const ImageRules *rules, const char *path, ImageKind kind, ImageF
  * file and stops with ECANCELED (error: nothing set) as soon as *cancel (may be NULL). */
 int image_open_unhashed(const ImageRules *rules, const char *path, ImageKind kind, ImageFile *ret,
                         sd_bus_error *error);
-int image_hash(ImageFile *f, ImageKind kind, const volatile bool *cancel, sd_bus_error *error);
+int image_hash(ImageFile *f, ImageKind kind, const atomic_bool *cancel, sd_bus_error *error);
 
 /* Whether f (below root) is still the file stage validated: looked at without
  * following a symlink in any component, the same inode, size, mtime and ctime. A

@@ -142,8 +142,7 @@ static int loader_set_mode(const char *root, HandoffMode mode) {
 		return -EINVAL;
 	if (!img)
 		return -ESTALE;
-	if (loader_image_params(img)->mode ==
-	    (mode == HANDOFF_MODE_FAST ? PURGATORY_MODE_FAST : PURGATORY_MODE_VERIFIED))
+	if (loader_image_params(img)->mode == handoff_mode_to_purgatory(mode))
 		return 0;
 	r = loader_image_set_mode(img, mode);
 	if (r < 0)

@@ -10,7 +10,7 @@
  * starting with a space are ignored) or dmesg lines ("[    1.234567] message").
  * Timestamps are the kernel's local_clock() in microseconds since its start.
  *
- * Pure parser plus bootlog_read_kmsg(), which reads /dev/kmsg without blocking.
+ * A pure parser; common/kmsg.h reads /dev/kmsg without blocking.
  */
 
 #include <stdbool.h>
@@ -50,6 +50,3 @@ void bootlog_done(Bootlog *b);
 
 /* {"messages","first_seq","truncated","init_us","init_marker","gaps":[{...}]} */
 int bootlog_to_json(const Bootlog *b, struct json_object **ret);
-
-/* Reads every record currently in path (normally /dev/kmsg), newline-separated. */
-int bootlog_read_kmsg(const char *path, char **ret_text, size_t *ret_size);

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macros.h"
 #include "job.h"
+#include "kmsg.h"
 #include "measure-internal.h"
 #include "path-util.h"
 #include "probe-open-bounded.h"
@@ -244,7 +245,7 @@ int measure_root_file(Measure *m, const char *path, char **ret_data, size_t *ret
 	if (r < 0)
 		return r;
 	if (streq(path, "/dev/kmsg"))
-		return bootlog_read_kmsg(p, ret_data, ret_size);
+		return kmsg_read_all(p, ret_data, ret_size);
 	return read_file_full(p, MEASURE_FILE_MAX, ret_data, ret_size);
 }
 
@@ -374,20 +375,22 @@ static void measure_panic_takeover(Context *c, Update *u, void *userdata) {
 	json_object_object_add(rec, "crashed_kernel", old);
 }
 
-int measure_attach(Measure *m, Context *c) {
-	int r;
+/* The measurement's step of the commit path: the probe opens before the first VM pauses
+ * (ContextStepId), the old kernel's figures go into the handoff record, the measured
+ * sections into the report. */
+static const ContextStepVTable measure_step = {
+	.name = "measure",
+	.hooks = { [HOOK_PRE_HANDOFF] = { "measure-open", hook_measure_open } },
+	.handoff_prepare = measure_handoff_prepare,
+	.panic_takeover = measure_panic_takeover,
+	.handoff_request = measure_handoff_request,
+	.report_extend = measure_report_extend,
+};
 
+int measure_attach(Measure *m, Context *c) {
 	if (!m || !c)
 		return -EINVAL;
-	r = context_add_hook(c, HOOK_PRE_HANDOFF, "measure-open", hook_measure_open, m);
-	if (r < 0)
-		return r;
-	context_set_measure(c, &(ContextMeasure){ .handoff_prepare = measure_handoff_prepare,
-	                                          .panic_takeover = measure_panic_takeover,
-	                                          .handoff_request = measure_handoff_request,
-	                                          .report_extend = measure_report_extend,
-	                                          .userdata = m });
-	return 0;
+	return context_add_step(c, CONTEXT_STEP_MEASURE, &measure_step, m);
 }
 
 int measure_daemon_start(Measure *m, Context *c) {

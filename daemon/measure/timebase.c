@@ -12,6 +12,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "handoff-mode.h"
 #include "macros.h"
 #include "purgatory-abi.h"
 #include "timebase.h"
@@ -587,9 +588,9 @@ int timebase_stamps_from_cmdline(const char *cmdline, TimebaseStamps *ret) {
 const char *timebase_stamps_mode_to_string(char mode) {
 	switch (mode) {
 	case PURGATORY_STAMPS_MODE_VERIFIED:
-		return "verified";
+		return handoff_mode_to_string(HANDOFF_MODE_VERIFIED);
 	case PURGATORY_STAMPS_MODE_FAST:
-		return "fast";
+		return handoff_mode_to_string(HANDOFF_MODE_FAST);
 	case PURGATORY_STAMPS_MODE_PANIC:
 		return "panic";
 	default:

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "handoff-mode.h"
 #include "json-util.h"
 #include "macros.h"
 #include "metrics.h"
@@ -21,7 +22,6 @@ static const char *const daemon_states[] = { "idle", "staged", "committing", "co
 #define N_ACTIVE_STATES 3
 static const char *const record_states[] = { "staged", "committing", "completing",
 	                                     "done",   "cancelled",  "failed" };
-static const char *const handoff_modes[] = { "verified", "fast" };
 
 /* ---- JSON lookups: NULL for anything absent or of another type ---- */
 
@@ -238,7 +238,7 @@ static void format_vm_downtime(FILE *f, json_object *r) {
 
 static void format_report(FILE *f, json_object *r) {
 	json_object *totals = jget(r, "totals"), *purg = jget(r, "purgatory");
-	const char *result = jstr(r, "result");
+	const char *result = jstr(r, "result"), *handoff_modes[_HANDOFF_MODE_MAX];
 	bool has_start, has_end;
 	int64_t start = 0, end = 0, bytes;
 	char buf[48];
@@ -257,9 +257,11 @@ static void format_report(FILE *f, json_object *r) {
 	       "1 when the last finished update succeeded, 0 when it failed.");
 	sample(f, "upgraded_last_update_success", NULL,
 	       result && streq(result, "success") ? "1" : "0");
+	for (int m = 0; m < _HANDOFF_MODE_MAX; m++)
+		handoff_modes[m] = handoff_mode_to_string((HandoffMode)m);
 	stateset(f, "upgraded_last_update_handoff_mode",
 	         "How the last update handed over to the new kernel: 1 for its mode.", "mode",
-	         handoff_modes, ELEMENTSOF(handoff_modes), jstr(jget(r, "handoff"), "mode"));
+	         handoff_modes, _HANDOFF_MODE_MAX, jstr(jget(r, "handoff"), "mode"));
 	has_start = report_instant(r, "started_at", &start);
 	has_end = report_instant(r, "finished_at", &end);
 	gauge_usec(f, "upgraded_last_update_start_timestamp_seconds",

@@ -15,6 +15,7 @@
 
 #include "vm.h"
 #include "vm-internal.h"
+#include "deadline-call.h"
 #include "keep-ram.h"
 #include "macros.h"
 
@@ -53,51 +54,34 @@ static int64_t saved_image_size(const VmPlan *plan, const char *name) {
 
 /* ---- pausing with a deadline ---- */
 
-/* One pause, shared by the caller waiting for it and the thread making it. */
+/* One pause: its domain and its answer, kept by whoever holds it last. */
 typedef struct PauseCall {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	virDomainPtr dom;
-	unsigned refs;
-	bool done, abandoned;
 	int r;
 	char *error;
 } PauseCall;
 
-static void pause_call_unref(PauseCall *p) {
-	bool last;
-
-	pthread_mutex_lock(&p->lock);
-	last = --p->refs == 0;
-	pthread_mutex_unlock(&p->lock);
-	if (!last)
-		return;
+static void pause_call_free(PauseCall *p) {
 	virDomainFree(p->dom);
 	free(p->error);
-	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->cond);
 	free(p);
 }
 
-static void *pause_thread(void *arg) {
-	PauseCall *p = arg;
-	int r = vm_ops->suspend(p->dom);
-	char *error = r < 0 ? strdup(vm_last_error()) : NULL;
-	bool abandoned;
+static void pause_call_run(void *data) {
+	PauseCall *p = data;
 
-	pthread_mutex_lock(&p->lock);
-	p->r = r;
-	p->error = error;
-	p->done = true;
-	abandoned = p->abandoned;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-	/* The caller stopped waiting and rolled the commit back: undo this late pause. */
-	if (abandoned && r == 0)
+	p->r = vm_ops->suspend(p->dom);
+	if (p->r < 0)
+		p->error = strdup(vm_last_error());
+}
+
+/* The caller stopped waiting and rolled the commit back: undo this late pause. */
+static void pause_call_orphan(void *data) {
+	PauseCall *p = data;
+
+	if (p->r == 0)
 		(void)vm_ops->resume(p->dom);
-	pause_call_unref(p);
-	vm_detached_end();
-	return NULL;
+	pause_call_free(p);
 }
 
 /*
@@ -106,55 +90,32 @@ static void *pause_thread(void *arg) {
  * whenever the call returns, resumes the domain if the pause went through after all.
  */
 static int pause_domain(virDomainPtr dom, usec_t timeout, VmResult *v) {
-	usec_t deadline = vm_now(CLOCK_MONOTONIC) + timeout;
-	struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000ULL),
-		               .tv_nsec = (long)(deadline % 1000000ULL) * 1000L };
-	pthread_condattr_t attr;
-	pthread_t thread;
+	const DeadlineCall call = { .run = pause_call_run,
+		                    .orphan = pause_call_orphan,
+		                    .pending = vm_detached_calls() };
 	PauseCall *p;
-	int r, k;
+	int r;
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return vm_fail(v, -ENOMEM, "pause failed: out of memory");
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cond, &attr);
-	pthread_condattr_destroy(&attr);
-	p->refs = 2;
 	p->dom = dom;
 	virDomainRef(dom);
-	vm_detached_begin();
-	k = pthread_create(&thread, NULL, pause_thread, p);
-	if (k != 0) {
-		vm_detached_end();
-		p->refs = 1;
-		pause_call_unref(p);
-		return vm_fail(v, -k, "pause failed: cannot start a thread: %s", strerror(k));
-	}
-	pthread_detach(thread);
-
-	pthread_mutex_lock(&p->lock);
-	while (!p->done)
-		if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT && !p->done) {
-			p->abandoned = true;
-			break;
-		}
-	if (!p->done)
-		r = vm_fail(
+	r = deadline_call(&call, p, timeout);
+	if (r == -ETIMEDOUT)
+		return vm_fail(
 		        v, -ETIMEDOUT,
 		        "pause did not complete within %.1f s (QEMU not answering its monitor); "
 		        "the pause is undone if it completes later",
 		        (double)timeout / 1e6);
+	if (r < 0)
+		r = vm_fail(v, r, "pause failed: cannot start a thread: %s", strerror(-r));
 	else if (p->r < 0)
 		r = vm_fail(v, -EIO, "pause failed: %s", strna(p->error));
-	else
-		r = 0;
-	pthread_mutex_unlock(&p->lock);
-	pause_call_unref(p);
+	pause_call_free(p);
 	return r;
 }
+
 /* ---- per-VM steps (run on workers) ---- */
 
 int vm_job_save(VmJob *j, virConnectPtr c) {

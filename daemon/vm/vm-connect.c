@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,101 +23,13 @@
 
 #include "vm.h"
 #include "vm-internal.h"
+#include "deadline-call.h"
 #include "macros.h"
 
 static usec_t call_timeout_usec = VM_CALL_TIMEOUT_DEFAULT;
 static usec_t libvirt_wait_usec = VM_LIBVIRT_WAIT_DEFAULT;
 static bool event_loop_running;
-static unsigned detached_calls; /* threads of detached calls not finished yet */
-
-/*
- * A call made on a thread of its own, that the caller waits for at most until a deadline. The
- * caller and the thread each hold a reference; when the caller gave up, the thread frees the
- * call's data (free_data) once the call returned.
- */
-typedef struct DetachedCall {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned refs;
-	bool done;
-	void (*fn)(void *data);
-	void *data;
-	void (*free_data)(void *data);
-} DetachedCall;
-
-static void detached_call_unref(DetachedCall *d) {
-	bool last;
-
-	pthread_mutex_lock(&d->lock);
-	last = --d->refs == 0;
-	pthread_mutex_unlock(&d->lock);
-	if (!last)
-		return;
-	if (d->data && d->free_data)
-		d->free_data(d->data);
-	pthread_mutex_destroy(&d->lock);
-	pthread_cond_destroy(&d->cond);
-	free(d);
-}
-
-static void *detached_thread(void *arg) {
-	DetachedCall *d = arg;
-
-	d->fn(d->data);
-	pthread_mutex_lock(&d->lock);
-	d->done = true;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-	detached_call_unref(d);
-	vm_detached_end();
-	return NULL;
-}
-
-/* fn(data) on a thread of its own, waited for at most timeout. 0: it returned, data is the
- * caller's again; -ETIMEDOUT: data belongs to the thread, which frees it (free_data) when fn
- * returned; another -errno: nothing ran, data is the caller's. */
-static int call_detached(void (*fn)(void *data), void *data, void (*free_data)(void *data),
-                         usec_t timeout) {
-	usec_t deadline = vm_now(CLOCK_MONOTONIC) + timeout;
-	struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000ULL),
-		               .tv_nsec = (long)(deadline % 1000000ULL) * 1000L };
-	pthread_condattr_t attr;
-	pthread_t thread;
-	DetachedCall *d;
-	int r = 0, k;
-
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	*d = (DetachedCall){ .refs = 2, .fn = fn, .data = data, .free_data = free_data };
-	pthread_mutex_init(&d->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&d->cond, &attr);
-	pthread_condattr_destroy(&attr);
-	vm_detached_begin();
-	k = pthread_create(&thread, NULL, detached_thread, d);
-	if (k != 0) {
-		vm_detached_end();
-		d->data = NULL;
-		d->refs = 1;
-		detached_call_unref(d);
-		return -k;
-	}
-	pthread_detach(thread);
-
-	pthread_mutex_lock(&d->lock);
-	while (!d->done)
-		if (pthread_cond_timedwait(&d->cond, &d->lock, &ts) == ETIMEDOUT && !d->done)
-			break;
-	if (d->done)
-		d->data = NULL; /* the caller's again */
-	else
-		r = -ETIMEDOUT;
-	pthread_mutex_unlock(&d->lock);
-	detached_call_unref(d);
-	return r;
-}
+static atomic_uint detached_calls; /* threads of detached calls not finished yet */
 
 /* One virConnectOpen(): its answer, or the connection closed by whoever frees it last. */
 typedef struct OpenCall {
@@ -154,12 +67,8 @@ static void *event_thread(void *arg) {
 	return NULL;
 }
 
-void vm_detached_begin(void) {
-	__atomic_add_fetch(&detached_calls, 1, __ATOMIC_SEQ_CST);
-}
-
-void vm_detached_end(void) {
-	__atomic_sub_fetch(&detached_calls, 1, __ATOMIC_SEQ_CST);
+atomic_uint *vm_detached_calls(void) {
+	return &detached_calls;
 }
 
 /* ---- public entry points ---- */
@@ -169,7 +78,9 @@ int vm_close_bounded(virConnectPtr conn, usec_t timeout) {
 
 	if (!conn)
 		return 0;
-	r = call_detached(close_call_run, conn, NULL, timeout);
+	r = deadline_call(
+	        &(const DeadlineCall){ .run = close_call_run, .pending = &detached_calls }, conn,
+	        timeout);
 	if (r < 0 && r != -ETIMEDOUT) {
 		virConnectClose(conn); /* no thread: closed here, unbounded */
 		return 0;
@@ -180,7 +91,7 @@ int vm_close_bounded(virConnectPtr conn, usec_t timeout) {
 int vm_wait_detached(usec_t timeout) {
 	usec_t deadline = vm_now(CLOCK_MONOTONIC) + timeout;
 
-	while (__atomic_load_n(&detached_calls, __ATOMIC_SEQ_CST) > 0) {
+	while (atomic_load(&detached_calls) > 0) {
 		if (vm_now(CLOCK_MONOTONIC) >= deadline)
 			return -ETIMEDOUT;
 		usleep(1000);
@@ -232,7 +143,10 @@ int vm_connect(const char *uri, virConnectPtr *ret, char **ret_error) {
 		free(o);
 		return -ENOMEM;
 	}
-	r = call_detached(open_call_run, o, open_call_free, call_timeout_usec);
+	r = deadline_call(&(const DeadlineCall){ .run = open_call_run,
+	                                         .orphan = open_call_free,
+	                                         .pending = &detached_calls },
+	                  o, call_timeout_usec);
 	if (r == -ETIMEDOUT) {
 		if (ret_error && asprintf(ret_error, "libvirtd did not answer within %.1f s",
 		                          (double)call_timeout_usec / 1e6) < 0)

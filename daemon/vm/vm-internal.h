@@ -4,6 +4,7 @@
 /* Shared between the library's files; not part of the API. */
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "vm.h"
@@ -18,9 +19,8 @@ int vm_state_from_string(const char *s);
 void vm_result_set_error(VmResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 VmResults *vm_results_new(size_t n);
 char *vm_checkpoint_blocker(virDomainPtr dom);
-/* Around the life of a detached call's thread (vm_wait_detached()). */
-void vm_detached_begin(void);
-void vm_detached_end(void);
+/* Counts the threads of detached calls not finished yet (vm_wait_detached()). */
+atomic_uint *vm_detached_calls(void);
 
 /* ---- the commit and boot paths, by concern ----
  *   vm-domain.c       small steps on one domain the paths share

@@ -68,8 +68,8 @@ static void on_vm_progress(const VmResult *r, void *userdata) {
 	          strna(vm_strategy_to_string(r->strategy)),
 	          strna(vm_outcome_to_string(r->outcome)), r->error ? ": " : "",
 	          strempty(r->error));
-	if (vms_measure(p->context))
-		(void)measure_vm_outcome(vms_measure(p->context), r->name,
+	if (p->wiring->measure)
+		(void)measure_vm_outcome(p->wiring->measure, r->name,
 		                         vm_outcome_to_string(r->outcome));
 	if (!arr || json_object_array_length(arr) != 1)
 		return;
@@ -236,11 +236,11 @@ static int finish_results(Context *c, Update *u, const VmResults *res, int r, co
 	return s < 0 ? s : 0;
 }
 
-static void plan_from_policy(Context *c, VmPlan *plan) {
+static void plan_from_policy(Context *c, VmWiring *w, VmPlan *plan) {
 	const Policy *p = context_policy(c);
 
 	*plan = (VmPlan){ .on_event = vms_on_vm_event,
-		          .event_userdata = c,
+		          .event_userdata = w,
 		          .on_bytes = on_vm_bytes,
 		          .cancel = job_cancel_flag(job_current()) };
 	if (p) {
@@ -309,7 +309,7 @@ int vms_hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_reason
 		if (r < 0)
 			return r;
 	}
-	plan_from_policy(c, &plan);
+	plan_from_policy(c, w, &plan);
 	plan.entries = e;
 	plan.n_entries = k;
 	/* keep-ram: our paths under --root, the update id in each generation mark; libvirt's
@@ -327,7 +327,7 @@ int vms_hook_checkpoint(Context *c, Update *u, void *userdata, char **ret_reason
 	if (r < 0)
 		return r;
 	plan.keep_ram = &keep_ram;
-	vms_measure_track(c, e, k);
+	vms_measure_track(w, e, k);
 	/* The saves run off the state lock: Describe, Cancel and the properties answer
 	 * meanwhile; the progress callbacks take the lock for each change. */
 	job_blocking_begin();
@@ -441,7 +441,7 @@ int vms_hook_restore(Context *c, Update *u, void *userdata, char **ret_reason) {
 		return r;
 	if (!answered_in_boot(u, context_boot_id(c))) /* a restarted daemon restores again */
 		(void)update_add_stamp(u, "libvirt-answered", false, context_boot_id(c));
-	plan_from_policy(c, &plan);
+	plan_from_policy(c, w, &plan);
 	plan.cancel = NULL; /* after the handoff nothing is cancelled */
 	job_blocking_begin();
 	r = vm_restore_all(conn, &plan, res, on_vm_progress, &prog);

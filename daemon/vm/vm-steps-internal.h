@@ -26,6 +26,7 @@ struct VmWiring {
 	pthread_mutex_t conn_lock;
 	virConnectPtr conn;
 	VmTransfers *transfers; /* Update.VMTransfers (state lock) */
+	Measure *measure;       /* the probe's marks of the VM steps, or NULL (vms_set_measure()) */
 };
 
 /* vm-steps.c */
@@ -42,8 +43,7 @@ int vms_commit_check(Context *c, Update *u, void *userdata, json_object **ret_de
                      char **ret_refusal);
 
 /* vm-steps-measure.c */
-Measure *vms_measure(Context *c);
-void vms_measure_track(Context *c, const VmPlanEntry *e, size_t n);
+void vms_measure_track(VmWiring *w, const VmPlanEntry *e, size_t n);
 void vms_on_vm_event(const VmResult *r, VmEvent e, void *userdata);
 
 /* vm-steps-hooks.c */

@@ -14,11 +14,6 @@
 #include "vm.h"
 #include "vm-steps-internal.h"
 
-/* The Measure attached to the context, or NULL when the daemon runs without it. */
-Measure *vms_measure(Context *c) {
-	return context_measure_userdata(c);
-}
-
 /* QEMU's pid of a running domain, which libvirt's QEMU driver keeps in
  * /run/libvirt/qemu/<name>.pid. -ENOENT without it (another driver, tests): that VM
  * simply has no vCPU figures. The file is libvirt's, like the connection's URI: not
@@ -42,8 +37,8 @@ static int qemu_pid(const char *name, pid_t *ret) {
 }
 
 /* Before the first pause: the probe follows each VM's vCPU threads. */
-void vms_measure_track(Context *c, const VmPlanEntry *e, size_t n) {
-	Measure *m = vms_measure(c);
+void vms_measure_track(VmWiring *w, const VmPlanEntry *e, size_t n) {
+	Measure *m = w->measure;
 	pid_t pid;
 
 	if (!m)
@@ -57,8 +52,8 @@ void vms_measure_track(Context *c, const VmPlanEntry *e, size_t n) {
  * probe window opens right before each pause and each resume; on the new kernel the
  * restored QEMU's vCPU threads are tracked before the resume lets them run. */
 void vms_on_vm_event(const VmResult *r, VmEvent e, void *userdata) {
-	Context *c = userdata;
-	Measure *m = vms_measure(c);
+	VmWiring *w = userdata;
+	Measure *m = w->measure;
 	pid_t pid;
 
 	if (!m)

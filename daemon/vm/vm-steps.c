@@ -165,6 +165,20 @@ void vms_conn_closep(virConnectPtr *c) {
 
 /* ---- public entry points ---- */
 
+/* The VMs' step of the commit path; the keys of its marks are those of earlier versions. */
+static const ContextStepVTable vms_step = {
+	.name = "vms",
+	.hooks = { [HOOK_PRE_HANDOFF] = { "vm-checkpoint", vms_hook_checkpoint },
+	           [HOOK_ROLLBACK] = { "vm-rollback", vms_hook_rollback },
+	           [HOOK_POST_BOOT] = { "vm-restore", vms_hook_restore } },
+	.commit_check = vms_commit_check,
+};
+
+void vms_set_measure(VmWiring *w, Measure *m) {
+	if (w)
+		w->measure = m;
+}
+
 int vms_attach(Context *c, const char *uri, VmWiring **ret) {
 	_cleanup_(vms_freep) VmWiring *w = NULL;
 	int r;
@@ -179,12 +193,9 @@ int vms_attach(Context *c, const char *uri, VmWiring **ret) {
 		return -ENOMEM;
 	virSetErrorFunc(NULL, on_libvirt_error);
 
-	if ((r = context_add_hook(c, HOOK_PRE_HANDOFF, "vm-checkpoint", vms_hook_checkpoint, w)) <
-	            0 ||
-	    (r = context_add_hook(c, HOOK_ROLLBACK, "vm-rollback", vms_hook_rollback, w)) < 0 ||
-	    (r = context_add_hook(c, HOOK_POST_BOOT, "vm-restore", vms_hook_restore, w)) < 0)
+	r = context_add_step(c, CONTEXT_STEP_VMS, &vms_step, w);
+	if (r < 0)
 		return r;
-	context_set_commit_check(c, vms_commit_check, w);
 	*ret = TAKE_PTR(w);
 	return 0;
 }

@@ -17,10 +17,15 @@
 #define VMS_LIBVIRT_URI_DEFAULT "qemu:///system"
 
 typedef struct VmWiring VmWiring;
+typedef struct Measure Measure;
 
-/* Registers the commit check and the hooks on c; connects to uri (NULL: the default)
- * only when a step needs it. Routes libvirt's errors to our log. */
+/* Plugs the VMs' step (CONTEXT_STEP_VMS: commit check, checkpoint, rollback, restore) into
+ * c; connects to uri (NULL: the default) only when a step needs it. Routes libvirt's errors
+ * to our log. */
 int vms_attach(Context *c, const char *uri, VmWiring **ret);
+/* The measurement the VM steps mark their moments in (pause, resume, the vCPU threads);
+ * NULL: none. m must outlive w. */
+void vms_set_measure(VmWiring *w, Measure *m);
 VmWiring *vms_free(VmWiring *w);
 /* Closes the shared libvirt connection, waiting at most timeout (vm_close_bounded()): for the
  * daemon's exit, which must keep the deadline it announced. 0 or -ETIMEDOUT. */

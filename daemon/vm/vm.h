@@ -45,6 +45,7 @@
  * (vm_connect(), keepalive; see vm-connect.c).
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -168,7 +169,7 @@ typedef struct VmPlan {
 	/* Set (by another thread) to stop the commit: checked before each pause and while the
 	 * saves run; running saves are aborted (virDomainAbortJob) and everything is rolled
 	 * back; vm_checkpoint_all() then returns -EINTR. NULL: never. */
-	const volatile bool *cancel;
+	const atomic_bool *cancel;
 	/* Optional, on the caller's thread, about twice a second while saves or restores run:
 	 * bytes done and total of one VM's transfer (virDomainGetJobStats(); total 0 when
 	 * unknown). */

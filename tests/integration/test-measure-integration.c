@@ -33,6 +33,9 @@
 #include "measure.h"
 #include "report.h"
 
+/* The measurement's step, as measure_attach() plugged it in. */
+#define MEASURE_STEP(c) (&(c)->steps[CONTEXT_STEP_MEASURE])
+
 static int failures;
 #define CHECK(cond, ...)                                \
 	do {                                            \
@@ -151,9 +154,7 @@ int main(int argc, char *argv[]) {
 	if (measure_new(&(MeasureOptions){ .root = root }, &m) < 0 || measure_attach(m, c) < 0)
 		return 1;
 	update_add_stamp(u, "commit-requested", true, c->boot_id);
-	for (size_t i = 0; i < c->n_hooks; i++)
-		if (strcmp(c->hooks[i].name, "measure-open") == 0)
-			c->hooks[i].func(c, u, c->hooks[i].userdata, NULL);
+	MEASURE_STEP(c)->vt->hooks[HOOK_PRE_HANDOFF].func(c, u, MEASURE_STEP(c)->userdata, NULL);
 	CHECK(measure_vm_tracking(m, "web1", pid) == 1, "one vCPU thread of the stand-in");
 	t_run = seen_running(sh);
 	CHECK(measure_window_start(m, "web1") >= 0, "window on the old kernel");
@@ -162,8 +163,8 @@ int main(int argc, char *argv[]) {
 	t_stopped = mono_ns();
 	measure_mark(m, "web1", PROBE_MARK_PAUSE);
 	update_set_string(&u->handoff_boot_id, c->boot_id);
-	c->measure.handoff_prepare(c, u, c->measure.userdata);
-	c->measure.handoff_request(c, u, c->measure.userdata);
+	MEASURE_STEP(c)->vt->handoff_prepare(c, u, MEASURE_STEP(c)->userdata);
+	MEASURE_STEP(c)->vt->handoff_request(c, u, MEASURE_STEP(c)->userdata);
 	u->state = UPDATE_COMMITTING;
 	m = measure_free(m);
 	update_to_json(u, &j);
@@ -175,6 +176,8 @@ int main(int argc, char *argv[]) {
 
 	/* "New kernel": daemon start, track, resume. */
 	memcpy(c->boot_id, "0000000000000000000000000000000b", 33);
+	c->steps[CONTEXT_STEP_MEASURE] =
+	        (ContextStep){}; /* the new kernel's daemon plugs its own */
 	if (measure_new(&(MeasureOptions){ .root = root }, &m) < 0 || measure_attach(m, c) < 0)
 		return 1;
 	CHECK(measure_daemon_start(m, c) == 1, "a handoff to complete");
@@ -188,7 +191,8 @@ int main(int argc, char *argv[]) {
 	update_add_stamp(u, "completed", false, c->boot_id);
 	u->state = UPDATE_DONE;
 	report_build(u, true, &report);
-	CHECK(c->measure.report_extend(c, u, report, c->measure.userdata) >= 0, "report extended");
+	CHECK(MEASURE_STEP(c)->vt->report_extend(c, u, report, MEASURE_STEP(c)->userdata) >= 0,
+	      "report extended");
 
 	old_vm = first_vm(report, "old");
 	new_vm = first_vm(report, "new");

@@ -29,6 +29,7 @@
 
 #include "../check.h"
 #include "bootlog.h"
+#include "kmsg.h"
 #include "macros.h"
 #include "probe-loader.h"
 #include "timebase.h"
@@ -383,7 +384,7 @@ static void test_this_kernel(void) {
 	Bootlog b;
 	FILE *f;
 
-	CHECK(bootlog_read_kmsg("/dev/kmsg", &kmsg, &size) == 0, "read /dev/kmsg: %m");
+	CHECK(kmsg_read_all("/dev/kmsg", &kmsg, &size) == 0, "read /dev/kmsg: %m");
 	if (!kmsg)
 		return;
 	CHECK(bootlog_parse(kmsg, size, &b) == 0, "parse kmsg");
