@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <string.h>
 
 #include "fileio.h"
@@ -16,4 +17,14 @@ int json_write_file_atomic(const char *dir, const char *path, json_object *o) {
 	if (!s)
 		return -ENOMEM;
 	return write_file_atomic(path, s, strlen(s), 0644);
+}
+
+int json_add_take(json_object *o, const char *key, json_object *v) {
+	if (!v)
+		return -ENOMEM;
+	if (json_object_object_add(o, key, v) < 0) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	return 0;
 }

@@ -16,3 +16,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 /* Creates dir (and its parents) and writes o to path below it, pretty-printed, with
  * write_file_atomic(): temp file, fsync, rename, fsync of the directory. */
 int json_write_file_atomic(const char *dir, const char *path, json_object *o);
+
+/* Adds key: v to o; takes v even on failure (a NULL v, an allocation that failed, is -ENOMEM),
+ * so calls chain with || and nothing leaks. */
+int json_add_take(json_object *o, const char *key, json_object *v);

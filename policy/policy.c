@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "json-util.h"
-#include "path-util.h"
 #include "policy-internal.h"
 
 /* ---------- names ---------- */
@@ -123,17 +122,6 @@ static bool reasons_blocking(const PolicyReasons *r) {
 	return false;
 }
 
-/* Adds key: value to o; takes the value even on failure. */
-static int json_add(json_object *o, const char *key, json_object *v) {
-	if (!v)
-		return -ENOMEM;
-	if (json_object_object_add(o, key, v) < 0) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 int policy_reasons_to_json(const PolicyReasons *r, json_object **ret) {
 	_cleanup_json_ json_object *a = NULL;
 
@@ -145,11 +133,11 @@ int policy_reasons_to_json(const PolicyReasons *r, json_object **ret) {
 	for (size_t i = 0; i < r->n; i++) {
 		_cleanup_json_ json_object *o = json_object_new_object();
 
-		if (!o || json_add(o, "code", json_object_new_string(r->items[i].code)) < 0 ||
-		    json_add(o, "severity",
-		             json_object_new_string(
-		                     policy_reason_severity_to_string(r->items[i].severity))) < 0 ||
-		    json_add(o, "text", json_object_new_string(r->items[i].text)) < 0)
+		if (!o || json_add_take(o, "code", json_object_new_string(r->items[i].code)) < 0 ||
+		    json_add_take(o, "severity",
+		                  json_object_new_string(policy_reason_severity_to_string(
+		                          r->items[i].severity))) < 0 ||
+		    json_add_take(o, "text", json_object_new_string(r->items[i].text)) < 0)
 			return -ENOMEM;
 		if (json_object_array_add(a, o) < 0)
 			return -ENOMEM;
@@ -212,7 +200,7 @@ static int json_finish(json_object *o, const PolicyReasons *r, json_object **ret
 	k = policy_reasons_to_json(r, &reasons);
 	if (k < 0)
 		return k;
-	if (json_add(o, "reasons", reasons) < 0)
+	if (json_add_take(o, "reasons", reasons) < 0)
 		return -ENOMEM;
 	*ret = json_object_get(o);
 	return 0;
@@ -383,9 +371,10 @@ int policy_handoff_decision_to_json(const HandoffDecision *d, json_object **ret)
 		return -EINVAL;
 	o = json_object_new_object();
 	if (!o ||
-	    json_add(o, "handoff", json_object_new_string(handoff_mode_to_string(d->handoff))) <
-	            0 ||
-	    json_add(o, "mode", json_object_new_string(policy_handoff_mode_to_string(d->mode))) < 0)
+	    json_add_take(o, "handoff",
+	                  json_object_new_string(handoff_mode_to_string(d->handoff))) < 0 ||
+	    json_add_take(o, "mode",
+	                  json_object_new_string(policy_handoff_mode_to_string(d->mode))) < 0)
 		return -ENOMEM;
 	return json_finish(o, &d->reasons, ret);
 }
@@ -535,14 +524,14 @@ int policy_vm_decision_to_json(const VmDecision *d, json_object **ret) {
 	if (!d || !ret)
 		return -EINVAL;
 	o = json_object_new_object();
-	if (!o || json_add(o, "name", json_object_new_string(strempty(d->name))) < 0 ||
-	    json_add(o, "strategy",
-	             json_object_new_string(policy_vm_strategy_to_string(d->strategy))) < 0 ||
-	    json_add(o, "refused", json_object_new_boolean(d->refused)) < 0 ||
-	    json_add(o, "memory_bytes", json_object_new_uint64(d->memory_bytes)) < 0)
+	if (!o || json_add_take(o, "name", json_object_new_string(strempty(d->name))) < 0 ||
+	    json_add_take(o, "strategy",
+	                  json_object_new_string(policy_vm_strategy_to_string(d->strategy))) < 0 ||
+	    json_add_take(o, "refused", json_object_new_boolean(d->refused)) < 0 ||
+	    json_add_take(o, "memory_bytes", json_object_new_uint64(d->memory_bytes)) < 0)
 		return -ENOMEM;
 	/* json-c's null is a NULL object */
-	if (d->rule ? json_add(o, "rule", json_object_new_string(d->rule)) < 0
+	if (d->rule ? json_add_take(o, "rule", json_object_new_string(d->rule)) < 0
 	            : json_object_object_add(o, "rule", NULL) < 0)
 		return -ENOMEM;
 	return json_finish(o, &d->reasons, ret);
@@ -679,141 +668,9 @@ int policy_verdict_to_json(const PolicyVerdict *v, json_object **ret) {
 	if (!v || !ret)
 		return -EINVAL;
 	o = json_object_new_object();
-	if (!o || json_add(o, "allowed", json_object_new_boolean(v->allowed)) < 0 ||
-	    json_add(o, "checkpoint_bytes", json_object_new_uint64(v->checkpoint_bytes)) < 0 ||
-	    json_add(o, "required_bytes", json_object_new_uint64(v->required_bytes)) < 0)
+	if (!o || json_add_take(o, "allowed", json_object_new_boolean(v->allowed)) < 0 ||
+	    json_add_take(o, "checkpoint_bytes", json_object_new_uint64(v->checkpoint_bytes)) < 0 ||
+	    json_add_take(o, "required_bytes", json_object_new_uint64(v->required_bytes)) < 0)
 		return -ENOMEM;
 	return json_finish(o, &v->reasons, ret);
-}
-
-/* ---------- the policy itself ---------- */
-
-bool policy_path_allowed(const Policy *p, const char *path) {
-	return p && path && path_is_below_any(path, p->allowed_roots);
-}
-
-static json_object *json_strv(char *const *l) {
-	json_object *a = json_object_new_array();
-
-	for (char *const *i = l; a && i && *i; i++) {
-		json_object *v = json_object_new_string(*i);
-
-		if (!v || json_object_array_add(a, v) < 0) {
-			json_object_put(v);
-			json_object_put(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
-static json_object *json_limit(uint64_t v) {
-	return v == UINT64_MAX ? json_object_new_string("infinity") : json_object_new_uint64(v);
-}
-
-static json_object *json_window(const PolicyWindow *w) {
-	char buf[64];
-
-	return json_object_new_string(policy_window_format(w, buf));
-}
-
-static int rule_to_json(const PolicyVmRule *r, json_object **ret) {
-	_cleanup_json_ json_object *o = json_object_new_object();
-
-	if (!o || json_add(o, "name", json_object_new_string(r->name)) < 0 ||
-	    json_add(o, "match_name", json_strv(r->name_globs)) < 0 ||
-	    json_add(o, "match_metadata", json_strv(r->metadata)) < 0 ||
-	    json_add(o, "strategy",
-	             json_object_new_string(policy_vm_strategy_to_string(r->strategy))) < 0)
-		return -ENOMEM;
-	/* no condition: null */
-	if ((r->memory_above == UINT64_MAX
-	             ? json_object_object_add(o, "memory_above", NULL)
-	             : json_add(o, "memory_above", json_object_new_uint64(r->memory_above))) < 0 ||
-	    (r->memory_below == UINT64_MAX
-	             ? json_object_object_add(o, "memory_below", NULL)
-	             : json_add(o, "memory_below", json_object_new_uint64(r->memory_below))) < 0)
-		return -ENOMEM;
-	*ret = TAKE_PTR(o);
-	return 0;
-}
-
-int policy_to_json(const Policy *p, json_object **ret) {
-	_cleanup_json_ json_object *o = NULL, *h = NULL, *paths = NULL, *c = NULL, *vm = NULL,
-	                           *rules = NULL, *metrics = NULL, *reports = NULL, *restore = NULL;
-	char taint[32], margin[32];
-
-	if (!p || !ret)
-		return -EINVAL;
-	o = json_object_new_object();
-	h = json_object_new_object();
-	paths = json_object_new_object();
-	c = json_object_new_object();
-	vm = json_object_new_object();
-	rules = json_object_new_array();
-	metrics = json_object_new_object();
-	reports = json_object_new_object();
-	restore = json_object_new_object();
-	if (!o || !h || !paths || !c || !vm || !rules || !metrics || !reports || !restore)
-		return -ENOMEM;
-	if (p->margin_is_percent)
-		snprintf(margin, sizeof(margin), "%" PRIu64 "%%", p->free_space_margin);
-	else
-		snprintf(margin, sizeof(margin), "%" PRIu64, p->free_space_margin);
-
-	if (json_add(h, "mode", json_object_new_string(policy_handoff_mode_to_string(p->mode))) <
-	            0 ||
-	    json_add(h, "allow_fast", json_object_new_boolean(p->allow_fast)) < 0 ||
-	    json_add(h, "allow_taint",
-	             json_object_new_string(policy_taint_to_string(p->allow_taint, taint))) < 0 ||
-	    json_add(h, "shutdown", json_object_new_string(shutdown_mode_to_string(p->shutdown))) <
-	            0 ||
-	    json_add(h, "kdump_initrd",
-	             json_object_new_string(p->kdump_initrd_at_boot ? "boot" : "stage")) < 0 ||
-	    json_add(paths, "allowed_roots", json_strv(p->allowed_roots)) < 0 ||
-	    json_add(c, "maintenance_window", json_window(&p->window)) < 0 ||
-	    json_add(c, "max_vms", json_limit(p->max_vms)) < 0 ||
-	    json_add(c, "max_vm_memory", json_limit(p->max_vm_memory)) < 0 ||
-	    json_add(c, "checkpoint_dir", json_object_new_string(p->checkpoint_dir)) < 0 ||
-	    json_add(c, "free_space_margin", json_object_new_string(margin)) < 0 ||
-	    json_add(vm, "default_strategy",
-	             json_object_new_string(policy_vm_strategy_to_string(p->default_strategy))) <
-	            0 ||
-	    json_add(vm, "shutdown_timeout_sec",
-	             json_object_new_uint64(p->shutdown_timeout_usec / 1000000)) < 0 ||
-	    json_add(vm, "pause_timeout_sec",
-	             json_object_new_uint64(p->pause_timeout_usec / 1000000)) < 0 ||
-	    json_add(vm, "save_parallel", json_object_new_uint64(p->save_parallel)) < 0 ||
-	    json_add(vm, "keep_ram_digest",
-	             json_object_new_string(policy_keep_ram_digest_to_string(p->keep_ram_digest))) <
-	            0 ||
-	    json_add(vm, "keep_ram_fallback",
-	             json_object_new_string(p->keep_ram_fallback ? "checkpoint" : "none")) < 0 ||
-	    json_add(vm, "sync_guest_clock", json_object_new_boolean(p->sync_guest_clock)) < 0 ||
-	    (p->memory_backing_dir &&
-	     json_add(vm, "memory_backing_dir", json_object_new_string(p->memory_backing_dir)) <
-	             0) ||
-	    json_add(metrics, "textfile_directory", json_object_new_string(p->metrics_dir)) < 0 ||
-	    json_add(reports, "keep", json_limit(p->keep_reports)) < 0 ||
-	    json_add(restore, "defer_until_restored", json_strv(p->defer_until_restored)) < 0)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n_rules; i++) {
-		json_object *r = NULL;
-
-		if (rule_to_json(&p->rules[i], &r) < 0)
-			return -ENOMEM;
-		if (json_object_array_add(rules, r) < 0) {
-			json_object_put(r);
-			return -ENOMEM;
-		}
-	}
-	if (json_add(o, "handoff", TAKE_PTR(h)) < 0 || json_add(o, "paths", TAKE_PTR(paths)) < 0 ||
-	    json_add(o, "commit", TAKE_PTR(c)) < 0 || json_add(o, "vm", TAKE_PTR(vm)) < 0 ||
-	    json_add(o, "metrics", TAKE_PTR(metrics)) < 0 ||
-	    json_add(o, "reports", TAKE_PTR(reports)) < 0 ||
-	    json_add(o, "restore", TAKE_PTR(restore)) < 0 ||
-	    json_add(o, "rules", TAKE_PTR(rules)) < 0)
-		return -ENOMEM;
-	*ret = TAKE_PTR(o);
-	return 0;
 }
