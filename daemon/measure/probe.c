@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "json-util.h"
 #include "log.h"
 #include "macros.h"
 #include "probe-loader.h"
@@ -530,37 +531,11 @@ int probe_result(Probe *p, uint32_t vm, ProbeVmResult *ret) {
 }
 
 static int json_add_u64(struct json_object *o, const char *key, uint64_t v) {
-	struct json_object *n = json_object_new_uint64(v);
-
-	if (!n)
-		return -ENOMEM;
-	if (json_object_object_add(o, key, n) < 0) {
-		json_object_put(n);
-		return -ENOMEM;
-	}
-	return 0;
+	return json_add_take(o, key, json_object_new_uint64(v));
 }
 
 static int json_add_string(struct json_object *o, const char *key, const char *v) {
-	struct json_object *n = json_object_new_string(v);
-
-	if (!n)
-		return -ENOMEM;
-	if (json_object_object_add(o, key, n) < 0) {
-		json_object_put(n);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int json_add_obj(struct json_object *o, const char *key, struct json_object *v) {
-	if (!v)
-		return -ENOMEM;
-	if (json_object_object_add(o, key, v) < 0) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
+	return json_add_take(o, key, json_object_new_string(v));
 }
 
 static struct json_object *marks_to_json(const uint64_t marks[_PROBE_MARK_MAX]) {
@@ -587,9 +562,9 @@ int probe_vm_result_to_json(const ProbeVmResult *r, const char *name, struct jso
 		return -ENOMEM;
 	if (name)
 		k |= json_add_string(o, "name", name);
-	k |= json_add_obj(o, "available", json_object_new_boolean(r->available));
+	k |= json_add_take(o, "available", json_object_new_boolean(r->available));
 	k |= json_add_u64(o, "threads", r->n_threads);
-	k |= json_add_obj(o, "marks_ns", marks_to_json(r->marks));
+	k |= json_add_take(o, "marks_ns", marks_to_json(r->marks));
 	if (r->window_ns)
 		k |= json_add_u64(o, "window_ns", r->window_ns);
 	if (r->available) {
@@ -679,7 +654,7 @@ int probe_to_json(Probe *p, struct json_object **ret) {
 	if (!o)
 		return -ENOMEM;
 
-	k |= json_add_obj(o, "available", json_object_new_boolean(p->skel != NULL));
+	k |= json_add_take(o, "available", json_object_new_boolean(p->skel != NULL));
 	k |= json_add_string(o, "clock", "CLOCK_MONOTONIC");
 	if (p->skel) {
 		k |= json_add_u64(o, "dropped_events", p->skel->bss->dropped_events);
@@ -694,11 +669,11 @@ int probe_to_json(Probe *p, struct json_object **ret) {
 			k |= json_object_array_add(missing,
 			                           json_object_new_string("vcpu_first_ran"));
 		}
-		k |= json_add_obj(o, "missing", missing);
+		k |= json_add_take(o, "missing", missing);
 	}
-	k |= json_add_obj(o, "marks_ns", marks_to_json(p->host_marks));
+	k |= json_add_take(o, "marks_ns", marks_to_json(p->host_marks));
 	vms = json_object_new_array();
-	k |= json_add_obj(o, "vms", vms);
+	k |= json_add_take(o, "vms", vms);
 	for (uint32_t i = 0; vms && i < p->n_vms; i++) {
 		struct json_object *v = vm_to_json(p, i);
 		if (!v || json_object_array_add(vms, v) < 0) {

@@ -18,6 +18,7 @@
 
 #include "bootparam.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "macros.h"
 #include "path-util.h"
 #include "pmem.h"
@@ -318,21 +319,11 @@ static json_object *json_hex(uint64_t v) {
 	return json_object_new_string(buf);
 }
 
-static int json_put(json_object *o, const char *key, json_object *v) {
-	if (!v)
-		return -ENOMEM;
-	if (json_object_object_add(o, key, v) < 0) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 /* A string, or JSON null (json-c's NULL) when s is NULL. */
 static int json_put_str(json_object *o, const char *key, const char *s) {
 	if (!s)
 		return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
-	return json_put(o, key, json_object_new_string(s));
+	return json_add_take(o, key, json_object_new_string(s));
 }
 
 static int regions_to_json(const PmemFacts *f, json_object **ret) {
@@ -345,14 +336,14 @@ static int regions_to_json(const PmemFacts *f, json_object **ret) {
 		json_object *o = json_object_new_object();
 
 		if (!o || json_object_array_add(a, o) < 0 ||
-		    json_put(o, "start", json_hex(g->start)) ||
-		    json_put(o, "end", json_hex(g->end)) ||
-		    json_put(o, "emulated", json_object_new_boolean(g->emulated)) ||
-		    json_put(o, "in_ram", json_object_new_boolean(g->in_ram)) ||
-		    (g->device && json_put(o, "device", json_object_new_string(g->device))) ||
+		    json_add_take(o, "start", json_hex(g->start)) ||
+		    json_add_take(o, "end", json_hex(g->end)) ||
+		    json_add_take(o, "emulated", json_object_new_boolean(g->emulated)) ||
+		    json_add_take(o, "in_ram", json_object_new_boolean(g->in_ram)) ||
+		    (g->device && json_add_take(o, "device", json_object_new_string(g->device))) ||
 		    (f->facts.cmdline_checked &&
-		     json_put(o, "on_staged_cmdline",
-		              json_object_new_boolean(g->on_staged_cmdline)))) {
+		     json_add_take(o, "on_staged_cmdline",
+		                   json_object_new_boolean(g->on_staged_cmdline)))) {
 			json_object_put(a);
 			return -ENOMEM;
 		}
@@ -367,17 +358,17 @@ int pmem_facts_to_json(const PmemFacts *f, json_object **ret) {
 	if (!o)
 		return -ENOMEM;
 	m = json_object_new_object();
-	if (json_put(o, "ready", json_object_new_boolean(pmem_facts_ready(f))) < 0 ||
-	    regions_to_json(f, &regions) < 0 || json_put(o, "regions", regions) < 0 ||
+	if (json_add_take(o, "ready", json_object_new_boolean(pmem_facts_ready(f))) < 0 ||
+	    regions_to_json(f, &regions) < 0 || json_add_take(o, "regions", regions) < 0 ||
 	    json_put_str(o, "memory_backing_dir", f->backing_dir) < 0 ||
 	    json_put_str(o, "memory_backing_dir_from", f->backing_dir_from) < 0 ||
-	    json_put(o, "mount", m) < 0 ||
+	    json_add_take(o, "mount", m) < 0 ||
 	    json_put_str(m, "mount_point", f->mount.mount_point) < 0 ||
 	    json_put_str(m, "fstype", f->mount.fstype) < 0 ||
 	    json_put_str(m, "source", f->mount.source) < 0 ||
-	    json_put(m, "dax", json_object_new_boolean(f->facts.dax)) < 0 ||
+	    json_add_take(m, "dax", json_object_new_boolean(f->facts.dax)) < 0 ||
 	    policy_reasons_to_json(&f->reasons, &reasons) < 0 ||
-	    json_put(o, "reasons", reasons) < 0) {
+	    json_add_take(o, "reasons", reasons) < 0) {
 		json_object_put(o);
 		return -ENOMEM;
 	}
